@@ -1,0 +1,119 @@
+"""Reads limbs from pose bones into the solvers' plain values and writes solutions back.
+
+Each bone keeps its own rotation mode: quaternions stay in the hemisphere of the current value,
+Euler angles stay compatible with the current ones (no wrap jumps), axis-angle is written as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
+
+from mathutils import Matrix, Quaternion, Vector
+
+from ..solvers import ChainPose, JointLimits, LimbSolution
+from ..solvers._types import components
+
+if TYPE_CHECKING:
+    import bpy
+
+
+def scale_inverse(scale: Vector | Sequence[float]) -> Matrix:
+    return Matrix.Diagonal([1.0 / s if s != 0.0 and math.isfinite(s) else 1.0 for s in components(scale)] + [1.0])
+
+
+def bone_frame(obj: bpy.types.Object, pb: bpy.types.PoseBone) -> Matrix:
+    """World-space frame in which `pb`'s local rotation acts (its pose matrix without its own scale)."""
+    return obj.matrix_world @ pb.matrix @ scale_inverse(pb.scale)
+
+
+def rotation_of(pb: bpy.types.PoseBone) -> Quaternion:
+    """The bone's local rotation as a unit quaternion, whatever its rotation mode."""
+    mode = pb.rotation_mode
+    if mode == "QUATERNION":
+        q = pb.rotation_quaternion.copy()
+        return q.normalized() if q.magnitude > 0.0 else Quaternion()
+    if mode == "AXIS_ANGLE":
+        aa: Sequence[float] = pb.rotation_axis_angle  # type: ignore[assignment]
+        axis = Vector((aa[1], aa[2], aa[3]))
+        return Quaternion(axis.normalized(), aa[0]) if axis.length > 0.0 else Quaternion()
+    return pb.rotation_euler.to_quaternion()
+
+
+def set_rotation(pb: bpy.types.PoseBone, q: Quaternion) -> None:
+    """Write `q` into the bone in its own rotation mode, continuous with the value it replaces."""
+    mode = pb.rotation_mode
+    if mode == "QUATERNION":
+        if pb.rotation_quaternion.dot(q) < 0.0:
+            q = q.copy()
+            q.negate()
+        pb.rotation_quaternion = q
+    elif mode == "AXIS_ANGLE":
+        axis, angle = q.to_axis_angle()
+        pb.rotation_axis_angle = (angle, axis.x, axis.y, axis.z)  # type: ignore[assignment]
+    else:
+        pb.rotation_euler = q.to_euler(mode, pb.rotation_euler)
+
+
+def limits_of(pb: bpy.types.PoseBone) -> Optional[JointLimits]:
+    """The bone's IK locks and limits (Bone Properties > Inverse Kinematics), or None if it has none."""
+    lock = (pb.lock_ik_x, pb.lock_ik_y, pb.lock_ik_z)
+    use = (pb.use_ik_limit_x, pb.use_ik_limit_y, pb.use_ik_limit_z)
+    if not any(lock) and not any(use):
+        return None
+    return JointLimits(
+        lock=lock,
+        use_limit=use,
+        minimum=(pb.ik_min_x, pb.ik_min_y, pb.ik_min_z),
+        maximum=(pb.ik_max_x, pb.ik_max_y, pb.ik_max_z),
+    )
+
+
+def _pose_bones(obj: bpy.types.Object) -> bpy.types.bpy_prop_collection:
+    if obj.pose is None:
+        raise ValueError(f"{obj.name!r} is not an armature: select the armature whose limbs to solve")
+    return obj.pose.bones
+
+
+def read_chain(
+    obj: bpy.types.Object,
+    bone_names: Sequence[str],
+    end_bone: Optional[str] = None,
+    use_limits: bool = True,
+) -> ChainPose:
+    """The chain's current evaluated pose. Its tip is `end_bone`'s head, or the last bone's tail."""
+    bones = _pose_bones(obj)
+    chain = [bones[name] for name in bone_names]
+    frames = [bone_frame(obj, pb) for pb in chain]
+    last_inv = frames[-1].inverted_safe()
+    end_pb = bones[end_bone] if end_bone else None
+    tip_world = obj.matrix_world @ (end_pb.head if end_pb is not None else chain[-1].tail)
+    return ChainPose(
+        frames=frames,
+        rotations=[rotation_of(pb) for pb in chain],
+        tip_local=last_inv @ tip_world,
+        limits=[limits_of(pb) if use_limits else None for pb in chain],
+        end_frame=bone_frame(obj, end_pb) if end_pb is not None else None,
+        end_rotation=rotation_of(end_pb) if end_pb is not None else None,
+        end_limits=limits_of(end_pb) if (end_pb is not None and use_limits) else None,
+    )
+
+
+def write_solution(
+    obj: bpy.types.Object,
+    bone_names: Sequence[str],
+    solution: LimbSolution,
+    end_bone: Optional[str] = None,
+) -> None:
+    """Set the chain's (and the end bone's) local rotations from a solve.
+
+    A solve at weight 0 is the FK pose: nothing is written, so the bones stay the same bit for bit.
+    """
+    if solution.method == "fk":
+        return
+    bones = _pose_bones(obj)
+    for name, q in zip(bone_names, solution.rotations):
+        set_rotation(bones[name], q)
+    if end_bone and solution.end_rotation is not None:
+        set_rotation(bones[end_bone], solution.end_rotation)

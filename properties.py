@@ -1,0 +1,147 @@
+"""Settings stored on armature objects (`Object.contact_ik`): terrain, live preview, and the limbs."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+
+def _is_mesh(_self: bpy.types.PropertyGroup, obj: bpy.types.Object) -> bool:
+    return obj.type == "MESH"
+
+
+class ContactIKBone(bpy.types.PropertyGroup):
+    """One bone of a limb's chain, named root to tip."""
+
+    bone: StringProperty(name="Bone", description="Name of a bone of this limb's chain, root to tip")  # type: ignore[valid-type]
+
+
+class ContactIKLimb(bpy.types.PropertyGroup):
+    """A foot, a hand or a generic chain that Contact IK solves."""
+
+    name: StringProperty(name="Name", description="Label of this limb, e.g. 'Left Leg'")  # type: ignore[valid-type]
+    enabled: BoolProperty(name="Enabled", description="Solve this limb", default=True)  # type: ignore[valid-type]
+    kind: EnumProperty(  # type: ignore[valid-type]
+        name="Kind",
+        description="What this limb does: a foot lands on the terrain, a hand reaches its target",
+        items=(
+            ("FOOT", "Foot", "Plant the end of this chain on the terrain"),
+            ("HAND", "Hand", "Reach the target object or bone"),
+            ("CHAIN", "Chain", "A generic chain that reaches its target"),
+        ),
+        default="FOOT",
+    )
+    bones: CollectionProperty(type=ContactIKBone, name="Bones", description="Chain bones, root to tip")  # type: ignore[valid-type]
+    end_bone: StringProperty(  # type: ignore[valid-type]
+        name="End Bone", description="The foot or hand bone at the chain's tip (its head is the tip)"
+    )
+    toe_bone: StringProperty(name="Toe Bone", description="Optional toe bone: its tip is also kept above the terrain")  # type: ignore[valid-type]
+    weight: FloatProperty(  # type: ignore[valid-type]
+        name="Weight",
+        description="Blend from the animation (0) to the IK solution (1); can be keyframed",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    pole_mode: EnumProperty(  # type: ignore[valid-type]
+        name="Pole",
+        description="What sets the direction the knee or elbow points",
+        items=(
+            ("AUTO", "Automatic", "Keep the knee or elbow where the animation points it"),
+            ("OBJECT", "Object", "Point the knee or elbow toward an object"),
+            ("BONE", "Bone", "Point the knee or elbow toward a bone of this armature"),
+        ),
+        default="AUTO",
+    )
+    pole_object: PointerProperty(type=bpy.types.Object, name="Pole Object", description="Object the knee or elbow points toward")  # type: ignore[valid-type]
+    pole_bone: StringProperty(name="Pole Bone", description="Bone of this armature the knee or elbow points toward")  # type: ignore[valid-type]
+    target_object: PointerProperty(type=bpy.types.Object, name="Target", description="Object the hand reaches for")  # type: ignore[valid-type]
+    target_bone: StringProperty(name="Target Bone", description="Bone of the target armature the hand reaches for (optional)")  # type: ignore[valid-type]
+    use_target_rotation: BoolProperty(  # type: ignore[valid-type]
+        name="Match Target Rotation", description="Also turn the hand to the target's orientation", default=False
+    )
+    foot_offset: FloatProperty(  # type: ignore[valid-type]
+        name="Sole Height",
+        description="Height of the ankle above the sole when standing; set from the rig when limbs are detected",
+        default=0.0,
+        min=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )
+    ray_length: FloatProperty(  # type: ignore[valid-type]
+        name="Ray Length",
+        description="How far above and below the foot the terrain is searched; set from the leg length when detected",
+        default=0.0,
+        min=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )
+    align_to_normal: BoolProperty(  # type: ignore[valid-type]
+        name="Align to Ground", description="Turn the foot to the slope of the ground under it", default=True
+    )
+    max_align_angle: FloatProperty(  # type: ignore[valid-type]
+        name="Max Angle",
+        description="Steepest ground slope the foot turns to follow",
+        default=0.7853981633974483,
+        min=0.0,
+        max=1.5707963267948966,
+        subtype="ANGLE",
+    )
+    length: FloatProperty(  # type: ignore[valid-type]
+        name="Length", description="Chain length in the rest pose (measured at detection)", default=0.0, min=0.0,
+        subtype="DISTANCE", unit="LENGTH",
+    )
+
+
+class ContactIKSettings(bpy.types.PropertyGroup):
+    """Contact IK settings of one armature."""
+
+    terrain: PointerProperty(  # type: ignore[valid-type]
+        type=bpy.types.Object, name="Terrain", description="Mesh the feet land on", poll=_is_mesh
+    )
+    terrain_collection: PointerProperty(  # type: ignore[valid-type]
+        type=bpy.types.Collection, name="Terrain Collection", description="Meshes the feet land on (all meshes in it)"
+    )
+    live_preview: BoolProperty(  # type: ignore[valid-type]
+        name="Live Preview",
+        description="Solve the limbs on every frame change so scrubbing shows planted feet",
+        default=False,
+    )
+    limbs: CollectionProperty(type=ContactIKLimb, name="Limbs")  # type: ignore[valid-type]
+    active_limb: IntProperty(name="Active Limb", default=0, min=0)  # type: ignore[valid-type]
+    softness: FloatProperty(  # type: ignore[valid-type]
+        name="Soft IK",
+        description="Fraction of the leg length over which reach eases in near full extension (0 = off)",
+        default=0.0,
+        min=0.0,
+        max=0.5,
+        subtype="FACTOR",
+    )
+
+
+classes = (ContactIKBone, ContactIKLimb, ContactIKSettings)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register() -> None:
+    _register_classes()
+    bpy.types.Object.contact_ik = PointerProperty(type=ContactIKSettings)  # type: ignore[attr-defined]
+
+
+def unregister() -> None:
+    del bpy.types.Object.contact_ik  # type: ignore[attr-defined]
+    _unregister_classes()
+
+
+def settings(obj: bpy.types.Object) -> ContactIKSettings:
+    """The Contact IK settings of an object."""
+    return obj.contact_ik  # type: ignore[attr-defined,no-any-return]
