@@ -14,6 +14,20 @@ from bpy.props import (
 )
 
 
+def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Context) -> None:
+    from .core import live
+
+    live.sync_registry()
+    obj = self.id_data
+    if not self.live_preview and isinstance(obj, bpy.types.Object) and obj.pose is not None:
+        # Give back the animation's values in the channels that still hold ours.
+        if live.restore_animation_values(obj):
+            context.view_layer.update()
+        live.forget(obj.name)
+    elif context.scene is not None:
+        live.refresh(context.scene)
+
+
 def _is_mesh(_self: bpy.types.PropertyGroup, obj: bpy.types.Object) -> bool:
     return obj.type == "MESH"
 
@@ -115,6 +129,25 @@ class ContactIKSettings(bpy.types.PropertyGroup):
         name="Live Preview",
         description="Solve the limbs on every frame change so scrubbing shows planted feet",
         default=False,
+        update=_live_preview_changed,
+    )
+    floor_height: FloatProperty(  # type: ignore[valid-type]
+        name="Floor Height",
+        description="Height of the animation's own floor along the armature's up axis, in the armature's units "
+        "(detected from where the feet rest when Plant Feet runs)",
+        default=0.0,
+        subtype="DISTANCE",
+    )
+    auto_floor: BoolProperty(  # type: ignore[valid-type]
+        name="Detect Floor", description="Detect the animation's floor from the feet when Plant Feet runs", default=True
+    )
+    pelvis_bone: StringProperty(  # type: ignore[valid-type]
+        name="Pelvis", description="The bone moved up and down so the body follows the terrain (the hips or root)"
+    )
+    body_follow: BoolProperty(  # type: ignore[valid-type]
+        name="Body Follows Ground",
+        description="Raise and lower the pelvis with the terrain under the body, and lower it where a leg cannot reach",
+        default=True,
     )
     limbs: CollectionProperty(type=ContactIKLimb, name="Limbs")  # type: ignore[valid-type]
     active_limb: IntProperty(name="Active Limb", default=0, min=0)  # type: ignore[valid-type]

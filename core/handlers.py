@@ -1,4 +1,8 @@
-"""Application handlers: the caches live in one object, reset when a file loads."""
+"""Application handlers: live preview on frame change, terrain cache invalidation, reset on file load.
+
+All caches live in one object whose `reset()` runs when a file loads. The frame handler costs one
+set lookup when no rig has live preview on, and never raises into Blender.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,18 @@ from typing import Any
 
 import bpy
 
+from .ground import TerrainCache
+
 
 class Caches:
-    """Per-session caches (terrain BVH trees, rig layouts); `reset()` drops them all."""
+    """Per-session caches: terrain BVH trees and the live preview's per-rig pose memory."""
 
     def __init__(self) -> None:
-        self.terrain: dict[Any, Any] = {}
-        self.rigs: dict[Any, Any] = {}
+        self.terrain = TerrainCache()
+        self.rigs: dict[str, Any] = {}
 
     def reset(self) -> None:
-        self.terrain.clear()
+        self.terrain.reset()
         self.rigs.clear()
 
 
@@ -24,20 +30,60 @@ caches = Caches()
 
 @bpy.app.handlers.persistent
 def contact_ik_load_post(*_args: Any) -> None:
+    from . import live
+
     caches.reset()
+    live.sync_registry()
 
 
-_handlers = ((bpy.app.handlers.load_post, contact_ik_load_post),)
+@bpy.app.handlers.persistent
+def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
+    from . import live
+
+    if not live.live_rigs:
+        return
+    live.on_frame_change(scene)
+
+
+@bpy.app.handlers.persistent
+def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
+    watched = caches.terrain.names()
+    if not watched:
+        return
+    changed = set()
+    for update in depsgraph.updates:
+        idb = update.id
+        if isinstance(idb, bpy.types.Object) and (update.is_updated_geometry or update.is_updated_transform):
+            name = getattr(idb, "original", idb).name
+            if name in watched:
+                changed.add(name)
+        elif isinstance(idb, bpy.types.Mesh):
+            changed.update(o.name for o in bpy.data.objects if o.data is getattr(idb, "original", idb) and o.name in watched)
+    if changed:
+        caches.terrain.invalidate(changed)
+
+
+_handlers = (
+    (bpy.app.handlers.load_post, contact_ik_load_post),
+    (bpy.app.handlers.frame_change_post, contact_ik_frame_change_post),
+    (bpy.app.handlers.depsgraph_update_post, contact_ik_depsgraph_update_post),
+)
 
 
 def register() -> None:
     for handler_list, fn in _handlers:
         if fn not in handler_list:
             handler_list.append(fn)
+    from . import live
+
+    live.sync_registry()
 
 
 def unregister() -> None:
     for handler_list, fn in _handlers:
         while fn in handler_list:
             handler_list.remove(fn)
+    from . import live
+
+    live.live_rigs.clear()
     caches.reset()

@@ -1,2 +1,97 @@
-def register() -> None: ...
-def unregister() -> None: ...
+"""The Contact IK tab of the 3D View sidebar (N-panel): Plant Feet, terrain, live preview, limbs."""
+
+from __future__ import annotations
+
+import bpy
+
+from ..properties import settings
+
+
+class CONTACT_IK_UL_limbs(bpy.types.UIList):
+    """The rig's limbs, each with its enabled switch and weight."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):  # type: ignore[override]
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        row.label(text=item.name or f"Limb {index + 1}", icon="BONE_DATA")
+        row.prop(item, "weight", text="", slider=True)
+
+
+class CONTACT_IK_PT_main(bpy.types.Panel):
+    bl_label = "Contact IK"
+    bl_idname = "CONTACT_IK_PT_main"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Contact IK"
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            layout.label(text="Select an armature", icon="INFO")
+            return
+        s = settings(obj)
+        layout.operator("contact_ik.plant_feet", icon="MOD_ARMATURE")
+        col = layout.column(align=True)
+        col.prop(s, "terrain")
+        col.prop(s, "terrain_collection", text="Or Collection")
+        layout.prop(s, "live_preview", toggle=True, icon="PLAY" if not s.live_preview else "PAUSE")
+        body = layout.column(align=True)
+        body.prop_search(s, "pelvis_bone", obj.data, "bones")
+        body.prop(s, "body_follow")
+        body.prop(s, "softness")
+        row = layout.row(align=True)
+        row.prop(s, "auto_floor")
+        row.prop(s, "floor_height", text="Floor")
+
+
+class CONTACT_IK_PT_limbs(bpy.types.Panel):
+    bl_label = "Limbs"
+    bl_idname = "CONTACT_IK_PT_limbs"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Contact IK"
+    bl_parent_id = "CONTACT_IK_PT_main"
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        obj = context.active_object
+        s = settings(obj)
+        layout.operator("contact_ik.detect_limbs", icon="VIEWZOOM")
+        layout.template_list("CONTACT_IK_UL_limbs", "", s, "limbs", s, "active_limb", rows=4)
+        if not (0 <= s.active_limb < len(s.limbs)):
+            return
+        limb = s.limbs[s.active_limb]
+        col = layout.column()
+        col.prop(limb, "name")
+        col.prop(limb, "kind")
+        for item in limb.bones:
+            col.prop_search(item, "bone", obj.data, "bones", text="Chain Bone")
+        col.prop_search(limb, "end_bone", obj.data, "bones")
+        if limb.kind == "FOOT":
+            col.prop_search(limb, "toe_bone", obj.data, "bones")
+            col.prop(limb, "foot_offset")
+            col.prop(limb, "ray_length")
+            col.prop(limb, "align_to_normal")
+            sub = col.column()
+            sub.active = limb.align_to_normal
+            sub.prop(limb, "max_align_angle")
+        else:
+            col.prop(limb, "target_object")
+            if limb.target_object is not None and limb.target_object.type == "ARMATURE":
+                col.prop_search(limb, "target_bone", limb.target_object.data, "bones")
+            col.prop(limb, "use_target_rotation")
+        col.prop(limb, "pole_mode")
+        if limb.pole_mode == "OBJECT":
+            col.prop(limb, "pole_object")
+        elif limb.pole_mode == "BONE":
+            col.prop_search(limb, "pole_bone", obj.data, "bones")
+
+
+classes = (CONTACT_IK_UL_limbs, CONTACT_IK_PT_main, CONTACT_IK_PT_limbs)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,128 @@
+"""The terrain as the feet see it: the evaluated meshes (modifiers applied) in one cached BVH tree.
+
+The tree is built in world space from every mesh of the terrain (an object or a collection) and is
+rebuilt only when one of them changes: its geometry, its modifiers' result or its transform.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+if TYPE_CHECKING:
+    import bpy
+
+log = logging.getLogger(__name__)
+
+
+class TerrainError(ValueError):
+    """The terrain cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    location: Vector
+    normal: Vector
+
+
+class Terrain:
+    """A BVH tree over world-space triangles, with a down-ray query."""
+
+    def __init__(self, tree: BVHTree, triangle_count: int):
+        self.tree = tree
+        self.triangle_count = triangle_count
+
+    def ray(self, origin: Vector, direction: Vector, distance: float) -> Optional[Hit]:
+        location, normal, _index, _dist = self.tree.ray_cast(origin, direction, distance)
+        if location is None:
+            return None
+        if normal.dot(direction) > 0.0:
+            normal = -normal  # a face seen from below still gives an upward ground normal
+        return Hit(location, normal)
+
+
+def terrain_objects(settings: object) -> list[bpy.types.Object]:
+    """The meshes that make up a rig's terrain: its terrain object and the meshes of its collection."""
+    objs: list[bpy.types.Object] = []
+    terrain = getattr(settings, "terrain", None)
+    if terrain is not None:
+        objs.append(terrain)
+    coll = getattr(settings, "terrain_collection", None)
+    if coll is not None:
+        objs.extend(o for o in coll.all_objects if o.type == "MESH" and o not in objs)
+    return objs
+
+
+def _signature(objs: Iterable[bpy.types.Object]) -> tuple:
+    return tuple((o.name, tuple(tuple(row) for row in o.matrix_world)) for o in objs)
+
+
+def build_terrain(objs: list[bpy.types.Object], depsgraph: bpy.types.Depsgraph) -> Terrain:
+    """A BVH tree over the evaluated meshes of `objs`, in world space."""
+    if not objs:
+        raise TerrainError("no terrain: select a mesh (or set Terrain in the Contact IK panel)")
+    all_verts: list[np.ndarray] = []
+    all_tris: list[np.ndarray] = []
+    offset = 0
+    for obj in objs:
+        if obj.type != "MESH":
+            raise TerrainError(f"terrain {obj.name!r} is a {obj.type.lower()}, not a mesh: pick a mesh object")
+        evaluated = obj.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        try:
+            mesh.calc_loop_triangles()
+            n_verts, n_tris = len(mesh.vertices), len(mesh.loop_triangles)
+            if n_tris == 0:
+                continue
+            co = np.empty(n_verts * 3, dtype=np.float32)
+            mesh.vertices.foreach_get("co", co)
+            tris = np.empty(n_tris * 3, dtype=np.int32)
+            mesh.loop_triangles.foreach_get("vertices", tris)
+        finally:
+            evaluated.to_mesh_clear()
+        mat = np.array(obj.matrix_world, dtype=np.float64)
+        co64 = co.reshape(-1, 3).astype(np.float64)
+        world = co64 @ mat[:3, :3].T + mat[:3, 3]
+        all_verts.append(world)
+        all_tris.append(tris.reshape(-1, 3) + offset)
+        offset += n_verts
+    if not all_tris:
+        names = ", ".join(o.name for o in objs)
+        raise TerrainError(f"terrain {names} has no faces: give it a mesh with faces (a plane, stairs, a landscape)")
+    verts = np.concatenate(all_verts)
+    tris = np.concatenate(all_tris)
+    tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
+    return Terrain(tree, len(tris))
+
+
+class TerrainCache:
+    """Terrain trees by terrain signature; `invalidate(name)` drops those using a changed object."""
+
+    def __init__(self) -> None:
+        self._trees: dict[tuple, Terrain] = {}
+        self.builds = 0
+
+    def get(self, objs: list[bpy.types.Object], depsgraph: bpy.types.Depsgraph) -> Terrain:
+        key = _signature(objs)
+        terrain = self._trees.get(key)
+        if terrain is None:
+            terrain = build_terrain(objs, depsgraph)
+            self._trees[key] = terrain
+            self.builds += 1
+        return terrain
+
+    def invalidate(self, names: set[str]) -> None:
+        for key in [k for k in self._trees if any(name in names for name, _m in k)]:
+            del self._trees[key]
+
+    def names(self) -> set[str]:
+        return {name for key in self._trees for name, _m in key}
+
+    def reset(self) -> None:
+        self._trees.clear()

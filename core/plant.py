@@ -1,0 +1,277 @@
+"""Planting one rig on its terrain for the current frame: the computation live preview and bake share.
+
+Ground model: the animation's own floor (a plane through the armature at `floor_height` along its
+up axis) maps onto the terrain. Each foot keeps its animated height above the floor as its height
+above the terrain under it, so a planted foot rests on the surface and a swinging foot keeps its
+clearance; no sole point (heel, and toe tip when there is a toe bone) ends below the surface. The
+foot turns toward the ground normal while near the ground. The pelvis follows the terrain under the
+body (averaged over a disk the size of a stride, so stairs give a smooth step-by-step rise) and
+drops when a leg could not otherwise reach.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from mathutils import Matrix, Quaternion, Vector
+
+from ..solvers import ChainPose, solve_limb
+from . import rig
+from .ground import Terrain
+
+if TYPE_CHECKING:
+    import bpy
+
+# The foot turns to the ground while within this fraction of the leg length above the floor.
+ALIGN_FADE = 0.15
+# Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it.
+REACH_MARGIN = 0.995
+# Radius of the disk under the pelvis whose mean terrain height the body follows (x leg length).
+BODY_RADIUS = 0.6
+
+
+@dataclass
+class LimbResult:
+    name: str
+    target: Vector
+    error: float
+    sole_heights: list[float] = field(default_factory=list)
+
+
+@dataclass
+class RigResult:
+    pelvis_offset: float = 0.0
+    limbs: list[LimbResult] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+
+def up_axis(obj: bpy.types.Object) -> Vector:
+    """The armature's up axis in world space (its local Z)."""
+    return (obj.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0))).normalized()
+
+
+def floor_point(obj: bpy.types.Object, floor_height: float) -> Vector:
+    return obj.matrix_world @ Vector((0.0, 0.0, floor_height))
+
+
+def world_scale(obj: bpy.types.Object) -> float:
+    s = obj.matrix_world.to_scale()
+    return (abs(s.x) + abs(s.y) + abs(s.z)) / 3.0
+
+
+def heel_local(obj: bpy.types.Object, foot_bone: str, foot_offset: float) -> Vector:
+    """The heel (the sole point under the ankle at rest) in the foot bone's own frame."""
+    bone = obj.data.bones[foot_bone]
+    rest = bone.matrix_local
+    heel_arm = bone.head_local - Vector((0.0, 0.0, foot_offset))
+    return rest.inverted_safe() @ heel_arm
+
+
+def rest_leg_length(obj: bpy.types.Object, bone_names: list[str]) -> float:
+    bones = obj.data.bones
+    return sum(bones[n].length for n in bone_names) * world_scale(obj)
+
+
+def sole_points(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, foot_frame: Matrix) -> list[Vector]:
+    pts = [foot_frame @ heel_local(obj, limb.end_bone, limb.foot_offset)]
+    if limb.toe_bone and limb.toe_bone in obj.pose.bones:
+        pts.append(obj.matrix_world @ obj.pose.bones[limb.toe_bone].tail)
+    return pts
+
+
+def terrain_height(terrain: Terrain, point: Vector, up: Vector, base: Vector, reach: float) -> Optional[tuple[float, Vector]]:
+    """Height (along `up`, above `base`) and normal of the terrain under/over `point`, or None."""
+    hit = terrain.ray(point + up * reach, -up, 2.0 * reach)
+    if hit is None:
+        return None
+    return (hit.location - base).dot(up), hit.normal
+
+
+def translated(pose: ChainPose, offset: Vector) -> ChainPose:
+    """The same chain moved rigidly by `offset` (what a pelvis translation does to its descendants)."""
+    move = Matrix.Translation(offset)
+    return ChainPose(
+        frames=[move @ f for f in pose.frames],
+        rotations=pose.rotations,
+        tip_local=pose.tip_local,
+        limits=pose.limits,
+        end_frame=move @ pose.end_frame if pose.end_frame is not None else None,
+        end_rotation=pose.end_rotation,
+        end_limits=pose.end_limits,
+    )
+
+
+def _bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
+    return [b.bone for b in limb.bones if b.bone]
+
+
+def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool:
+    names = _bone_names(limb)
+    bones = obj.pose.bones
+    return bool(names) and all(n in bones for n in names) and (not limb.end_bone or limb.end_bone in bones)
+
+
+def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain) -> RigResult:
+    """Solve every enabled limb of `obj` for the current (evaluated) pose and write the rotations."""
+    result = RigResult()
+    up = up_axis(obj)
+    base = floor_point(obj, settings.floor_height)
+    limbs = [lb for lb in settings.limbs if lb.enabled and limb_is_usable(obj, lb)]
+    feet = [lb for lb in limbs if lb.kind == "FOOT"]
+    others = [lb for lb in limbs if lb.kind != "FOOT"]
+
+    plans = []
+    for limb in feet:
+        plan = _plan_foot(obj, limb, terrain, up, base)
+        if plan is not None:
+            plans.append(plan)
+
+    offset = 0.0
+    pelvis = settings.pelvis_bone if settings.pelvis_bone in obj.pose.bones else ""
+    if pelvis and settings.body_follow and plans:
+        offset = _pelvis_offset(obj, pelvis, plans, terrain, up, base)
+        _move_bone(obj, pelvis, up * offset)
+        result.written.append(pelvis)
+    result.pelvis_offset = offset
+    shift = up * offset if pelvis else Vector()
+
+    for plan in plans:
+        limb, pose, target, rotation = plan.limb, translated(plan.pose, shift), plan.target, plan.rotation
+        pole = _pole(obj, limb)
+        if pole is not None:
+            pole = pole + shift
+        sol = solve_limb(pose, target, pole=pole, weight=limb.weight, softness=settings.softness, target_rotation=rotation)
+        rig.write_solution(obj, plan.bones, sol, end_bone=limb.end_bone or None)
+        result.written.extend(plan.bones + ([limb.end_bone] if limb.end_bone else []))
+        result.limbs.append(LimbResult(limb.name, target, sol.error))
+
+    for limb in others:
+        target_info = _hand_target(obj, limb)
+        if target_info is None:
+            continue
+        names = _bone_names(limb)
+        pose = translated(rig.read_chain(obj, names, end_bone=limb.end_bone or None), shift)
+        target, rotation = target_info
+        pole = _pole(obj, limb)
+        sol = solve_limb(pose, target, pole=pole, weight=limb.weight,
+                         target_rotation=rotation if limb.use_target_rotation else None)
+        rig.write_solution(obj, names, sol, end_bone=limb.end_bone or None)
+        result.written.extend(names + ([limb.end_bone] if limb.end_bone else []))
+        result.limbs.append(LimbResult(limb.name, target, sol.error))
+    return result
+
+
+@dataclass
+class _FootPlan:
+    limb: bpy.types.PropertyGroup
+    bones: list[str]
+    pose: ChainPose
+    hip: Vector
+    target: Vector
+    rotation: Optional[Quaternion]
+    reach: float
+
+
+def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector) -> Optional[_FootPlan]:
+    names = _bone_names(limb)
+    if not limb.end_bone:
+        return None
+    pose = rig.read_chain(obj, names, end_bone=limb.end_bone)
+    points = pose.positions()
+    ankle, hip = points[-1], points[0]
+    leg = max(pose.chain_length(), 1e-12)
+    reach = limb.ray_length if limb.ray_length > 0.0 else leg
+    assert pose.end_frame is not None
+    soles = sole_points(obj, limb, pose.end_frame)
+    heights = [(p - base).dot(up) for p in soles]
+    clearance = max(0.0, min(heights))
+    under = terrain_height(terrain, ankle, up, base, reach)
+    if under is None:
+        return None  # the ray missed the terrain: the foot keeps its animated pose
+    ground, normal = under
+
+    tilt = Quaternion()
+    if limb.align_to_normal:
+        contact = min(1.0, max(0.0, 1.0 - clearance / (ALIGN_FADE * leg)))
+        full = up.rotation_difference(normal)
+        angle = full.angle
+        if angle > 1e-9 and contact > 0.0:
+            allowed = min(angle, limb.max_align_angle)
+            tilt = Quaternion().slerp(full, contact * allowed / angle)
+    target = ankle + up * ground
+    moved = [target + tilt @ (p - ankle) for p in soles]
+    deficits = []
+    for p, h in zip(moved, heights):
+        below = terrain_height(terrain, p, up, base, reach)
+        if below is not None:
+            deficits.append(below[0] + max(0.0, h) - (p - base).dot(up))
+    if deficits:
+        target = target + up * max(deficits)
+    rotation = tilt @ pose.end_frame.to_quaternion()
+    return _FootPlan(limb, names, pose, hip, target, rotation, leg)
+
+
+def _pelvis_offset(obj, pelvis: str, plans: list[_FootPlan], terrain: Terrain, up: Vector, base: Vector) -> float:
+    """Mean terrain height under the body, lowered where a leg could not otherwise reach its target."""
+    centre = obj.matrix_world @ obj.pose.bones[pelvis].head
+    leg = max(p.reach for p in plans)
+    radius = BODY_RADIUS * leg
+    # A horizontal frame at the pelvis for the ring of samples.
+    side = up.orthogonal().normalized()
+    fwd = up.cross(side)
+    heights = []
+    for k in range(9):
+        if k == 0:
+            p = centre
+        else:
+            a = 2.0 * math.pi * (k - 1) / 8.0
+            p = centre + (side * math.cos(a) + fwd * math.sin(a)) * radius
+        h = terrain_height(terrain, p, up, base, 2.0 * leg + (centre - base).dot(up))
+        if h is not None:
+            heights.append(h[0])
+    offset = sum(heights) / len(heights) if heights else 0.0
+    # Drop so that every planted ankle target is within reach of its hip.
+    for plan in plans:
+        hip = plan.hip + up * offset
+        reach = REACH_MARGIN * plan.reach
+        d = plan.target - hip
+        if d.length > reach:
+            # Lower the hip by the smallest x >= 0 with |d + up*x| <= reach; if no vertical move is
+            # enough (the target is too far sideways), by the x that brings it closest.
+            b = d.dot(up)
+            disc = b * b - (d.length_squared - reach * reach)
+            x = -b - math.sqrt(disc) if disc >= 0.0 else -b
+            if x > 0.0:
+                offset -= x
+    return offset
+
+
+def _move_bone(obj: bpy.types.Object, name: str, world_delta: Vector) -> None:
+    """Translate a pose bone by `world_delta` (world space), through its location channels."""
+    pb = obj.pose.bones[name]
+    parent_part = pb.matrix @ pb.matrix_basis.inverted_safe()
+    arm_delta = obj.matrix_world.to_3x3().inverted_safe() @ world_delta
+    local = parent_part.to_3x3().inverted_safe() @ arm_delta
+    pb.location = pb.location + local
+
+
+def _pole(obj, limb) -> Optional[Vector]:
+    """The pole position (world) for a limb; None lets the knee stay closest to its animated place."""
+    if limb.pole_mode == "OBJECT" and limb.pole_object is not None:
+        return limb.pole_object.matrix_world.translation.copy()
+    if limb.pole_mode == "BONE" and limb.pole_bone in obj.pose.bones:
+        return obj.matrix_world @ obj.pose.bones[limb.pole_bone].head
+    return None
+
+
+def _hand_target(obj, limb) -> Optional[tuple[Vector, Quaternion]]:
+    target = limb.target_object
+    if target is None:
+        return None
+    if limb.target_bone and target.type == "ARMATURE" and target.pose and limb.target_bone in target.pose.bones:
+        m = target.matrix_world @ target.pose.bones[limb.target_bone].matrix
+    else:
+        m = target.matrix_world
+    return m.translation.copy(), m.to_quaternion()

@@ -1,0 +1,110 @@
+"""Filling a rig's settings: limbs from detection, defaults measured on the rig, the animation's floor.
+
+Every default comes from the rig itself (leg length, rest pose, where the feet rest in the
+animation), never from constants in metres, so rigs of any scale work untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..properties import settings
+from .plant import heel_local, limb_is_usable
+
+if TYPE_CHECKING:
+    import bpy
+
+    from . import detect
+
+
+def foot_offset_at_rest(obj: bpy.types.Object, foot: str, toe: str | None) -> float:
+    """Ankle height above the lowest point of the foot (and toe) in the rest pose, armature units."""
+    bones = obj.data.bones
+    fb = bones[foot]
+    lows = [fb.tail_local.z]
+    if toe and toe in bones:
+        lows.append(bones[toe].tail_local.z)
+        lows.append(bones[toe].head_local.z)
+    return max(0.0, fb.head_local.z - min(lows))
+
+
+def common_ancestor(obj: bpy.types.Object, names: Sequence[str]) -> str:
+    """The nearest bone that is an ancestor of all `names` (the pelvis for two thighs), or ''."""
+    bones = obj.data.bones
+    chains = []
+    for n in names:
+        chain = []
+        b = bones[n].parent
+        while b is not None:
+            chain.append(b.name)
+            b = b.parent
+        chains.append(chain)
+    if not chains:
+        return ""
+    for candidate in chains[0]:
+        if all(candidate in c for c in chains[1:]):
+            return candidate
+    return chains[0][-1] if chains[0] else ""
+
+
+def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb]) -> None:
+    """Replace the rig's limbs with `found`, each with defaults measured on the rig."""
+    s = settings(obj)
+    s.limbs.clear()
+    bones = obj.data.bones
+    for d in found:
+        limb = s.limbs.add()
+        limb.name = d.name
+        limb.kind = d.kind
+        for name in d.bones:
+            limb.bones.add().bone = name
+        limb.end_bone = d.end_bone
+        limb.toe_bone = d.toe_bone or ""
+        length = sum(bones[n].length for n in d.bones)
+        limb.length = length
+        limb.ray_length = length
+        if d.kind == "FOOT":
+            limb.foot_offset = foot_offset_at_rest(obj, d.end_bone, d.toe_bone)
+    thighs = [d.bones[0] for d in found if d.kind == "FOOT"]
+    s.pelvis_bone = common_ancestor(obj, thighs) if thighs else ""
+    s.active_limb = 0
+
+
+def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 60) -> float:
+    """The animation's floor: the lowest any sole point goes over the scene's frame range (armature Z)."""
+    s = settings(obj)
+    feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and lb.end_bone and limb_is_usable(obj, lb)]
+    if not feet:
+        return s.floor_height
+    start, end = scene.frame_start, scene.frame_end
+    count = max(1, min(samples, end - start + 1))
+    frames = sorted({round(start + (end - start) * i / max(1, count - 1)) for i in range(count)})
+    current = scene.frame_current
+    lowest = None
+    from . import live
+
+    was_live = obj.name in live.live_rigs
+    live.live_rigs.discard(obj.name)
+    try:
+        for f in frames:
+            scene.frame_set(f)
+            for limb in feet:
+                pb = obj.pose.bones[limb.end_bone]
+                heel = pb.matrix @ heel_local(obj, limb.end_bone, limb.foot_offset)
+                zs = [heel.z]
+                if limb.toe_bone and limb.toe_bone in obj.pose.bones:
+                    zs.append(obj.pose.bones[limb.toe_bone].tail.z)
+                low = min(zs)
+                lowest = low if lowest is None else min(lowest, low)
+    finally:
+        if was_live:
+            live.live_rigs.add(obj.name)
+        scene.frame_set(current)
+    return float(lowest) if lowest is not None else s.floor_height
+
+
+def describe_settings(obj: bpy.types.Object) -> str:
+    s = settings(obj)
+    return ", ".join(f"{lb.name} ({' > '.join(b.bone for b in lb.bones)})" for lb in s.limbs)
+
