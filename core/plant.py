@@ -222,12 +222,7 @@ def _pelvis_offset(obj, pelvis: str, plans: list[_FootPlan], terrain: Terrain, u
     side = up.orthogonal().normalized()
     fwd = up.cross(side)
     heights = []
-    for k in range(9):
-        if k == 0:
-            p = centre
-        else:
-            a = 2.0 * math.pi * (k - 1) / 8.0
-            p = centre + (side * math.cos(a) + fwd * math.sin(a)) * radius
+    for p in _disk_samples(centre, side, fwd, radius):
         h = terrain_height(terrain, p, up, base, 2.0 * leg + (centre - base).dot(up))
         if h is not None:
             heights.append(h[0])
@@ -246,6 +241,17 @@ def _pelvis_offset(obj, pelvis: str, plans: list[_FootPlan], terrain: Terrain, u
             if x > 0.0:
                 offset -= x
     return offset
+
+
+def _disk_samples(centre: Vector, side: Vector, fwd: Vector, radius: float) -> list[Vector]:
+    """The centre and three rings of twelve points, weighted evenly over the disk's area."""
+    pts = [centre]
+    for ring in (1, 2, 3):
+        r = radius * ring / 3.0
+        for k in range(12):
+            a = 2.0 * math.pi * (k + 0.5 * ring) / 12.0
+            pts.append(centre + (side * math.cos(a) + fwd * math.sin(a)) * r)
+    return pts
 
 
 def _move_bone(obj: bpy.types.Object, name: str, world_delta: Vector) -> None:

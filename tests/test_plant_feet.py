@@ -1,0 +1,146 @@
+"""Plant Feet in real Blender: the Rigify metarig walking over four terrains, and live preview idempotence."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import bpy
+import harness
+import pytest
+import scenes
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+setup = harness.module("core.setup")
+props = harness.module("properties")
+
+LEG_LIMBS = [
+    SimpleNamespace(name="Left Leg", kind="FOOT", bones=("thigh.L", "shin.L"), end_bone="foot.L", toe_bone="toe.L"),
+    SimpleNamespace(name="Right Leg", kind="FOOT", bones=("thigh.R", "shin.R"), end_bone="foot.R", toe_bone="toe.R"),
+]
+
+
+def _walker(terrain_kind: str):
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_walk(obj)
+    leg = scenes.leg_length(obj)
+    terrain = scenes.TERRAINS[terrain_kind](leg)
+    setup.apply_detection(obj, LEG_LIMBS)
+    return obj, terrain, leg
+
+
+def _sole_points(obj, side, foot_offset):
+    pb = obj.pose.bones
+    heel = obj.matrix_world @ pb[f"foot.{side}"].matrix @ setup.heel_local(obj, f"foot.{side}", foot_offset)
+    toe = obj.matrix_world @ pb[f"toe.{side}"].tail
+    return heel, toe
+
+
+def _height_above(tree, p):
+    loc, _n, _i, _d = tree.ray_cast(Vector((p.x, p.y, p.z + 100.0)), Vector((0, 0, -1)))
+    assert loc is not None, f"no terrain under {p}"
+    return p.z - loc.z
+
+
+def _plant(obj, terrain):
+    bpy.context.view_layer.objects.active = obj
+    for o in bpy.context.scene.objects:
+        o.select_set(o in (obj, terrain))
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+
+
+@pytest.mark.parametrize("kind", ["flat", "slope", "stairs", "noise"])
+def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind):
+    obj, terrain, leg = _walker(kind)
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    offset = s.limbs[0].foot_offset
+    fk_clear = {}
+    fk_lengths = {n: obj.pose.bones[n].length for n in ("thigh.L", "shin.L", "thigh.R", "shin.R")}
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        for side in "LR":
+            fk_clear[f, side] = min(p.z for p in _sole_points(obj, side, offset))
+    _plant(obj, terrain)
+    floor = s.floor_height
+    tree = BVHTree.FromObject(terrain, bpy.context.evaluated_depsgraph_get())
+    tol = 1e-3 * leg
+    pelvis_z = []
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        for side in "LR":
+            heights = [_height_above(tree, p) for p in _sole_points(obj, side, offset)]
+            assert min(heights) >= -tol, (kind, f, side, heights)
+            clearance = fk_clear[f, side] - floor
+            if clearance <= 1e-4 * leg:  # planted in the source animation
+                assert abs(min(heights)) <= tol, (kind, f, side, heights)
+            elif clearance > 0.02 * leg and kind in ("flat", "slope"):
+                # On even ground the swing keeps its clearance (within 5 %).
+                assert abs(min(heights) - clearance) <= 0.05 * clearance, (kind, f, side, heights, clearance)
+        for n, length in fk_lengths.items():
+            assert abs(obj.pose.bones[n].length - length) <= 1e-5 * length  # float32 pose matrices
+        pelvis_z.append((obj.matrix_world @ obj.pose.bones["spine"].head).z)
+    if kind == "stairs":
+        rise = scenes.leg_length(obj) * 0.15
+        assert pelvis_z[-1] - pelvis_z[0] > 2 * rise, pelvis_z
+        # Step by step and smooth: no frame-to-frame jump larger than a third of a riser.
+        assert max(abs(b - a) for a, b in zip(pelvis_z, pelvis_z[1:])) < rise / 3
+
+
+def _fcurves(obj):
+    """The armature action's F-curves: legacy actions (4.2) or the slot's channelbag (4.4+ layered)."""
+    act = obj.animation_data.action
+    if hasattr(act, "fcurves") and not getattr(act, "is_action_layered", False):
+        return act.fcurves
+    return act.layers[0].strips[0].channelbag(obj.animation_data.action_slot).fcurves
+
+
+def _pose_snapshot(obj):
+    return [tuple(v for row in pb.matrix for v in row) for pb in obj.pose.bones]
+
+
+def _close(a, b, tol):
+    return all(abs(x - y) <= tol for pa, pb in zip(a, b) for x, y in zip(pa, pb))
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_live_preview_is_idempotent_in_any_frame_order(keyed):
+    obj, terrain, leg = _walker("noise")
+    scene = bpy.context.scene
+    if not keyed:
+        # Un-keyed legs: Blender keeps whatever was written last, so IK must not pile up.
+        fcurves = _fcurves(obj)
+        for fc in list(fcurves):
+            if "thigh" in fc.data_path or "shin" in fc.data_path:
+                fcurves.remove(fc)
+        assert not any("thigh" in fc.data_path for fc in _fcurves(obj))
+    _plant(obj, terrain)
+    frames = list(range(1, 25))
+    forward = {}
+    for f in frames:
+        scene.frame_set(f)
+        forward[f] = _pose_snapshot(obj)
+    for f in reversed(frames):
+        scene.frame_set(f)
+        assert _close(_pose_snapshot(obj), forward[f], 1e-6 * leg), f"frame {f} differs scrubbing backwards"
+    for f in frames:
+        scene.frame_set(f)
+        scene.frame_set(f)
+        assert _close(_pose_snapshot(obj), forward[f], 1e-6 * leg), f"frame {f} differs when set twice"
+
+
+def test_plant_feet_without_terrain_says_how_to_fix_it():
+    obj, terrain, leg = _walker("flat")
+    bpy.context.view_layer.objects.active = obj
+    for o in bpy.context.scene.objects:
+        o.select_set(o is obj)
+    with pytest.raises(RuntimeError, match="select the ground mesh"):
+        bpy.ops.contact_ik.plant_feet()
+    assert not props.settings(obj).live_preview
+
+
+def test_plant_feet_poll_explains_when_no_armature_is_active():
+    harness.reset_scene()
+    bpy.ops.mesh.primitive_plane_add()
+    assert not bpy.ops.contact_ik.plant_feet.poll()
