@@ -20,10 +20,7 @@ def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Cont
     live.sync_registry()
     obj = self.id_data
     if not self.live_preview and isinstance(obj, bpy.types.Object) and obj.pose is not None:
-        # Give back the animation's values in the channels that still hold ours.
-        if live.restore_animation_values(obj):
-            context.view_layer.update()
-        live.forget(obj.name)
+        live.restore_for_edit(obj)  # give back the animation's values in the channels that still hold ours
     elif context.scene is not None:
         live.refresh(context.scene)
 

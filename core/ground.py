@@ -86,7 +86,7 @@ def build_terrain(objs: list[bpy.types.Object], depsgraph: bpy.types.Depsgraph) 
             mesh.loop_triangles.foreach_get("vertices", tris)
         finally:
             evaluated.to_mesh_clear()
-        mat = np.array(obj.matrix_world, dtype=np.float64)
+        mat = np.array(evaluated.matrix_world, dtype=np.float64)
         co64 = co.reshape(-1, 3).astype(np.float64)
         world = co64 @ mat[:3, :3].T + mat[:3, 3]
         all_verts.append(world)

@@ -42,7 +42,7 @@ def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) 
 
     if not live.live_rigs:
         return
-    live.on_frame_change(scene)
+    live.on_frame_change(scene, depsgraph)
 
 
 @bpy.app.handlers.persistent

@@ -70,36 +70,39 @@ def restore_animation_values(obj: bpy.types.Object) -> bool:
 
 
 def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> RigResult:
-    """Plant `obj` for the current evaluated pose, remembering what was there and what we wrote."""
+    """Plant `obj` for its pose evaluated in `depsgraph`, remembering what was there and what we wrote."""
     s = settings(obj)
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = caches.rigs.get(obj.name)
     if not isinstance(memory, RigMemory):
         memory = caches.rigs[obj.name] = RigMemory()
-    before = {pb.name: _channels(pb) for pb in obj.pose.bones}
-    result = plant_rig(obj, s, terrain)
+    bones = obj.pose.bones
+    before = {pb.name: _channels(pb) for pb in bones}
+    result = plant_rig(obj, s, terrain, depsgraph)
     for name in set(result.written):
         memory.fk[name] = before[name]
-        memory.ours[name] = _channels(obj.pose.bones[name])
+        memory.ours[name] = _channels(bones[name])
     return result
 
 
-def refresh(scene: bpy.types.Scene) -> dict[str, RigResult]:
-    """Plant every live rig of `scene` for its current frame. Errors switch that rig's preview off."""
+def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> dict[str, RigResult]:
+    """Plant every live rig of `scene` for its current frame, evaluated in `depsgraph` (the one being
+    updated: the viewport's, or a render's during F12), which is then updated with the result.
+    Errors switch that rig's preview off."""
     rigs = [obj for obj in scene.objects if obj.name in live_rigs and obj.type == "ARMATURE"]
     if not rigs:
         return {}
-    view_layer = bpy.context.view_layer if bpy.context.view_layer is not None else scene.view_layers[0]
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
     if any([restore_animation_values(obj) for obj in rigs]):
-        view_layer.update()
-    depsgraph = bpy.context.evaluated_depsgraph_get()
+        depsgraph.update()
     results = {}
     for obj in rigs:
         try:
             results[obj.name] = solve_and_remember(obj, depsgraph)
         except Exception as exc:  # never raise into Blender: report once and stop this rig's preview
             _disable(obj, exc)
-    view_layer.update()
+    depsgraph.update()
     return results
 
 
@@ -114,11 +117,19 @@ def _disable(obj: bpy.types.Object, exc: Exception) -> None:
         pass
 
 
-def on_frame_change(scene: bpy.types.Scene) -> None:
+def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> None:
     try:
-        refresh(scene)
+        refresh(scene, depsgraph)
     except Exception as exc:  # the handler never throws into Blender
         print(f"Contact IK: live preview error: {type(exc).__name__}: {exc}")
+
+
+def restore_for_edit(obj: bpy.types.Object) -> None:
+    """Give back the animation's values in every channel that still holds ours and forget them (before a
+    limb is removed or changed, so no IK rotation is left behind in an un-keyed channel)."""
+    if restore_animation_values(obj) and bpy.context.view_layer is not None:
+        bpy.context.view_layer.update()
+    forget(obj.name)
 
 
 def forget(obj_name: str) -> Any:

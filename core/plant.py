@@ -75,6 +75,7 @@ def rest_leg_length(obj: bpy.types.Object, bone_names: list[str]) -> float:
 
 
 def sole_points(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, foot_frame: Matrix) -> list[Vector]:
+    """Heel (and toe tip) in world space; `obj` is the evaluated armature."""
     pts = [foot_frame @ heel_local(obj, limb.end_bone, limb.foot_offset)]
     if limb.toe_bone and limb.toe_bone in obj.pose.bones:
         pts.append(obj.matrix_world @ obj.pose.bones[limb.toe_bone].tail)
@@ -113,49 +114,61 @@ def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool
     return bool(names) and all(n in bones for n in names) and (not limb.end_bone or limb.end_bone in bones)
 
 
-def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain) -> RigResult:
-    """Solve every enabled limb of `obj` for the current (evaluated) pose and write the rotations."""
+def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,
+              depsgraph: Optional[bpy.types.Depsgraph] = None) -> RigResult:
+    """Solve every enabled limb of `obj` for its pose evaluated in `depsgraph` (a render's, a bake's or the
+    viewport's; None reads the original object, which the active depsgraph keeps evaluated) and write the
+    rotations to the original bones."""
     result = RigResult()
-    up = up_axis(obj)
-    base = floor_point(obj, settings.floor_height)
+    src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+
+    def ev(other: bpy.types.Object) -> bpy.types.Object:
+        return other.evaluated_get(depsgraph) if depsgraph is not None else other
+
+    up = up_axis(src)
+    base = floor_point(src, settings.floor_height)
+    # Keyframed weights are evaluated in the depsgraph's copy of the settings.
+    src_limbs = getattr(getattr(src, "contact_ik", None), "limbs", None)
+    weights = {lb.as_pointer(): (src_limbs[i].weight if src_limbs is not None and i < len(src_limbs) else lb.weight)
+               for i, lb in enumerate(settings.limbs)}
     limbs = [lb for lb in settings.limbs if lb.enabled and limb_is_usable(obj, lb)]
     feet = [lb for lb in limbs if lb.kind == "FOOT"]
     others = [lb for lb in limbs if lb.kind != "FOOT"]
 
     plans = []
     for limb in feet:
-        plan = _plan_foot(obj, limb, terrain, up, base)
+        plan = _plan_foot(src, limb, terrain, up, base)
         if plan is not None:
             plans.append(plan)
 
     offset = 0.0
     pelvis = settings.pelvis_bone if settings.pelvis_bone in obj.pose.bones else ""
     if pelvis and settings.body_follow and plans:
-        offset = _pelvis_offset(obj, pelvis, plans, terrain, up, base)
-        _move_bone(obj, pelvis, up * offset)
+        offset = _pelvis_offset(src, pelvis, plans, terrain, up, base)
+        _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
     result.pelvis_offset = offset
     shift = up * offset if pelvis else Vector()
 
     for plan in plans:
         limb, pose, target, rotation = plan.limb, translated(plan.pose, shift), plan.target, plan.rotation
-        pole = _pole(obj, limb)
+        pole = _pole(src, limb, ev)
         if pole is not None:
             pole = pole + shift
-        sol = solve_limb(pose, target, pole=pole, weight=limb.weight, softness=settings.softness, target_rotation=rotation)
+        sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()], softness=settings.softness, target_rotation=rotation)
         rig.write_solution(obj, plan.bones, sol, end_bone=limb.end_bone or None)
         result.written.extend(plan.bones + ([limb.end_bone] if limb.end_bone else []))
         result.limbs.append(LimbResult(limb.name, target, sol.error))
 
     for limb in others:
-        target_info = _hand_target(obj, limb)
+        target_info = _hand_target(limb, ev)
         if target_info is None:
             continue
         names = _bone_names(limb)
-        pose = translated(rig.read_chain(obj, names, end_bone=limb.end_bone or None), shift)
+        pose = translated(rig.read_chain(src, names, end_bone=limb.end_bone or None), shift)
         target, rotation = target_info
-        pole = _pole(obj, limb)
-        sol = solve_limb(pose, target, pole=pole, weight=limb.weight,
+        pole = _pole(src, limb, ev)
+        sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()],
                          target_rotation=rotation if limb.use_target_rotation else None)
         rig.write_solution(obj, names, sol, end_bone=limb.end_bone or None)
         result.written.extend(names + ([limb.end_bone] if limb.end_bone else []))
@@ -182,7 +195,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector) -> Optiona
     points = pose.positions()
     ankle, hip = points[-1], points[0]
     leg = max(pose.chain_length(), 1e-12)
-    reach = limb.ray_length if limb.ray_length > 0.0 else leg
+    reach = limb.ray_length * world_scale(obj) if limb.ray_length > 0.0 else leg  # armature units to world
     assert pose.end_frame is not None
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
@@ -254,28 +267,30 @@ def _disk_samples(centre: Vector, side: Vector, fwd: Vector, radius: float) -> l
     return pts
 
 
-def _move_bone(obj: bpy.types.Object, name: str, world_delta: Vector) -> None:
-    """Translate a pose bone by `world_delta` (world space), through its location channels."""
-    pb = obj.pose.bones[name]
+def _move_bone(obj: bpy.types.Object, src: bpy.types.Object, name: str, world_delta: Vector) -> None:
+    """Translate a pose bone of `obj` by `world_delta` (world space), through its location channels;
+    `src` is the evaluated armature its current matrices are read from."""
+    pb = src.pose.bones[name]
     parent_part = pb.matrix @ pb.matrix_basis.inverted_safe()
-    arm_delta = obj.matrix_world.to_3x3().inverted_safe() @ world_delta
+    arm_delta = src.matrix_world.to_3x3().inverted_safe() @ world_delta
     local = parent_part.to_3x3().inverted_safe() @ arm_delta
-    pb.location = pb.location + local
+    target = obj.pose.bones[name]
+    target.location = target.location + local
 
 
-def _pole(obj, limb) -> Optional[Vector]:
+def _pole(obj, limb, ev) -> Optional[Vector]:
     """The pole position (world) for a limb; None lets the knee stay closest to its animated place."""
     if limb.pole_mode == "OBJECT" and limb.pole_object is not None:
-        return limb.pole_object.matrix_world.translation.copy()
+        return ev(limb.pole_object).matrix_world.translation.copy()
     if limb.pole_mode == "BONE" and limb.pole_bone in obj.pose.bones:
         return obj.matrix_world @ obj.pose.bones[limb.pole_bone].head
     return None
 
 
-def _hand_target(obj, limb) -> Optional[tuple[Vector, Quaternion]]:
-    target = limb.target_object
-    if target is None:
+def _hand_target(limb, ev) -> Optional[tuple[Vector, Quaternion]]:
+    if limb.target_object is None:
         return None
+    target = ev(limb.target_object)
     if limb.target_bone and target.type == "ARMATURE" and target.pose and limb.target_bone in target.pose.bones:
         m = target.matrix_world @ target.pose.bones[limb.target_bone].matrix
     else:

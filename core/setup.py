@@ -61,14 +61,55 @@ def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb])
             limb.bones.add().bone = name
         limb.end_bone = d.end_bone
         limb.toe_bone = d.toe_bone or ""
-        length = sum(bones[n].length for n in d.bones)
-        limb.length = length
-        limb.ray_length = length
-        if d.kind == "FOOT":
-            limb.foot_offset = foot_offset_at_rest(obj, d.end_bone, d.toe_bone)
+        measure_limb(obj, limb)
     thighs = [d.bones[0] for d in found if d.kind == "FOOT"]
     s.pelvis_bone = common_ancestor(obj, thighs) if thighs else ""
     s.active_limb = 0
+
+
+def measure_limb(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> None:
+    """Defaults measured on the rig: chain length, ray length (the chain's), sole height for feet."""
+    bones = obj.data.bones
+    names = [b.bone for b in limb.bones if b.bone in bones]
+    length = sum(bones[n].length for n in names)
+    limb.length = length
+    limb.ray_length = length
+    if limb.kind == "FOOT" and limb.end_bone in bones:
+        limb.foot_offset = foot_offset_at_rest(obj, limb.end_bone, limb.toe_bone or None)
+
+
+def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length: int = 2) -> bpy.types.PropertyGroup:
+    """A new limb of `kind`: with `end_bone`, its `chain_length` parents make the chain (root to tip) and
+    its only child becomes the toe of a foot; without, empty bone slots to fill in the panel."""
+    s = settings(obj)
+    bones = obj.data.bones
+    chain: list[str] = []
+    toe = ""
+    if end_bone:
+        if end_bone not in bones:
+            raise ValueError(f"No bone {end_bone!r} in {obj.name!r}")
+        b = bones[end_bone].parent
+        while b is not None and len(chain) < chain_length:
+            chain.insert(0, b.name)
+            b = b.parent
+        if len(chain) < chain_length:
+            raise ValueError(f"{end_bone!r} has only {len(chain)} parent bone(s); a chain of {chain_length} is needed: "
+                             "make the foot or hand bone active, or lower Chain Bones")
+        if kind == "FOOT" and len(bones[end_bone].children) == 1:
+            toe = bones[end_bone].children[0].name
+    limb = s.limbs.add()
+    label = {"FOOT": "Foot", "HAND": "Hand", "CHAIN": "Chain"}[kind]
+    limb.name = f"{label} ({end_bone})" if end_bone else f"{label} {len(s.limbs)}"
+    limb.kind = kind
+    for name in chain or [""] * chain_length:
+        limb.bones.add().bone = name
+    limb.end_bone = end_bone
+    limb.toe_bone = toe
+    measure_limb(obj, limb)
+    if kind == "FOOT" and not s.pelvis_bone and chain and bones[chain[0]].parent is not None:
+        s.pelvis_bone = bones[chain[0]].parent.name
+    s.active_limb = len(s.limbs) - 1
+    return limb
 
 
 def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 60) -> float:

@@ -1,4 +1,4 @@
-"""Operators: Detect Limbs and Plant Feet. Thin: they validate, call `core`, and report."""
+"""Operators: Detect Limbs, Plant Feet, and editing limbs by hand. Thin: they validate, call `core`, and report."""
 
 from __future__ import annotations
 
@@ -98,5 +98,116 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (CONTACT_IK_OT_detect_limbs, CONTACT_IK_OT_plant_feet)
+class CONTACT_IK_OT_limb_add(bpy.types.Operator):
+    """Add a limb by hand. In Pose Mode the active bone becomes its end (foot or hand) and its parents the chain"""
+
+    bl_idname = "contact_ik.limb_add"
+    bl_label = "Add Limb"
+    bl_options = {"REGISTER", "UNDO"}
+
+    kind: bpy.props.EnumProperty(  # type: ignore[valid-type]
+        name="Kind",
+        items=(
+            ("FOOT", "Foot", "Plant the end of this chain on the terrain"),
+            ("HAND", "Hand", "Reach a target object or bone"),
+            ("CHAIN", "Chain", "A generic chain that reaches a target"),
+        ),
+        default="FOOT",
+    )
+    chain_length: bpy.props.IntProperty(  # type: ignore[valid-type]
+        name="Chain Bones", description="Bones in the chain above the end bone (2 = thigh and shin)", default=2, min=1, max=32
+    )
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return _armature_poll(cls, context)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        obj = context.active_object
+        active = context.active_pose_bone if context.mode == "POSE" else None
+        try:
+            limb = setup.add_limb(obj, self.kind, active.name if active is not None else "", self.chain_length)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        chain = " > ".join([b.bone for b in limb.bones] + [limb.end_bone]) if limb.end_bone else "pick its bones below"
+        self.report({"INFO"}, f"Added {limb.name!r}: {chain}")
+        return {"FINISHED"}
+
+
+class CONTACT_IK_OT_limb_remove(bpy.types.Operator):
+    """Remove the active limb from the list (the bones and their animation are not touched)"""
+
+    bl_idname = "contact_ik.limb_remove"
+    bl_label = "Remove Limb"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _armature_poll(cls, context):
+            return False
+        s = settings(context.active_object)
+        if not (0 <= s.active_limb < len(s.limbs)):
+            cls.poll_message_set("No limb is selected in the list")
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        obj = context.active_object
+        s = settings(obj)
+        name = s.limbs[s.active_limb].name
+        live.restore_for_edit(obj)
+        s.limbs.remove(s.active_limb)
+        s.active_limb = max(0, min(s.active_limb, len(s.limbs) - 1))
+        live.refresh(context.scene)
+        self.report({"INFO"}, f"Removed limb {name!r}")
+        return {"FINISHED"}
+
+
+class CONTACT_IK_OT_limb_bone(bpy.types.Operator):
+    """Add a bone slot to the active limb's chain, or remove its last one"""
+
+    bl_idname = "contact_ik.limb_bone"
+    bl_label = "Chain Bone"
+    bl_options = {"REGISTER", "UNDO"}
+
+    action: bpy.props.EnumProperty(  # type: ignore[valid-type]
+        name="Action", items=(("ADD", "Add", "Add a bone slot at the tip"), ("REMOVE", "Remove", "Remove the last bone")),
+        default="ADD",
+    )
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _armature_poll(cls, context):
+            return False
+        s = settings(context.active_object)
+        if not (0 <= s.active_limb < len(s.limbs)):
+            cls.poll_message_set("No limb is selected in the list")
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        obj = context.active_object
+        s = settings(obj)
+        limb = s.limbs[s.active_limb]
+        if self.action == "ADD":
+            limb.bones.add()
+        elif len(limb.bones) <= 1:
+            self.report({"ERROR"}, "A limb needs at least one chain bone above its end bone")
+            return {"CANCELLED"}
+        else:
+            live.restore_for_edit(obj)
+            limb.bones.remove(len(limb.bones) - 1)
+        setup.measure_limb(obj, limb)
+        live.refresh(context.scene)
+        return {"FINISHED"}
+
+
+classes = (
+    CONTACT_IK_OT_detect_limbs,
+    CONTACT_IK_OT_plant_feet,
+    CONTACT_IK_OT_limb_add,
+    CONTACT_IK_OT_limb_remove,
+    CONTACT_IK_OT_limb_bone,
+)
 register, unregister = bpy.utils.register_classes_factory(classes)

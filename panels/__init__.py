@@ -63,7 +63,12 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
         obj = context.active_object
         s = settings(obj)
         layout.operator("contact_ik.detect_limbs", icon="VIEWZOOM")
-        layout.template_list("CONTACT_IK_UL_limbs", "", s, "limbs", s, "active_limb", rows=4)
+        row = layout.row()
+        row.template_list("CONTACT_IK_UL_limbs", "", s, "limbs", s, "active_limb", rows=4)
+        side = row.column(align=True)
+        for kind, icon in (("FOOT", "ADD"), ("HAND", "VIEW_PAN")):
+            side.operator("contact_ik.limb_add", text="", icon=icon).kind = kind
+        side.operator("contact_ik.limb_remove", text="", icon="REMOVE")
         if not (0 <= s.active_limb < len(s.limbs)):
             return
         limb = s.limbs[s.active_limb]
@@ -72,6 +77,9 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
         col.prop(limb, "kind")
         for item in limb.bones:
             col.prop_search(item, "bone", obj.data, "bones", text="Chain Bone")
+        row = col.row(align=True)
+        row.operator("contact_ik.limb_bone", text="Add Chain Bone", icon="ADD").action = "ADD"
+        row.operator("contact_ik.limb_bone", text="", icon="REMOVE").action = "REMOVE"
         col.prop_search(limb, "end_bone", obj.data, "bones")
         if limb.kind == "FOOT":
             col.prop_search(limb, "toe_bone", obj.data, "bones")

@@ -20,11 +20,17 @@ LEG_LIMBS = [
 ]
 
 
-def _walker(terrain_kind: str):
+def _walker(terrain_kind: str, applied_scale: float = 1.0, object_scale: float = 1.0):
+    """The metarig walking over a terrain. `applied_scale` 100 makes a 170-unit (centimetre) rig;
+    `object_scale` leaves a scale on the armature object (as FBX imports of centimetre rigs do)."""
     harness.reset_scene()
     obj = scenes.metarig()
+    if applied_scale != 1.0:
+        obj.scale = (applied_scale,) * 3
+        bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
+    obj.scale = (object_scale,) * 3
     scenes.author_walk(obj)
-    leg = scenes.leg_length(obj)
+    leg = scenes.leg_length(obj) * object_scale  # world units
     terrain = scenes.TERRAINS[terrain_kind](leg)
     setup.apply_detection(obj, LEG_LIMBS)
     return obj, terrain, leg
@@ -37,8 +43,10 @@ def _sole_points(obj, side, foot_offset):
     return heel, toe
 
 
-def _height_above(tree, p):
-    loc, _n, _i, _d = tree.ray_cast(Vector((p.x, p.y, p.z + 100.0)), Vector((0, 0, -1)))
+def _height_above(tree, p, leg):
+    # Cast from a leg length above (not a fixed 100 units: BVH trees are float32, so the origin's
+    # magnitude limits the hit's precision on a centimetre-small rig).
+    loc, _n, _i, _d = tree.ray_cast(Vector((p.x, p.y, p.z + 2 * leg)), Vector((0, 0, -1)))
     assert loc is not None, f"no terrain under {p}"
     return p.z - loc.z
 
@@ -50,9 +58,14 @@ def _plant(obj, terrain):
     assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
 
 
-@pytest.mark.parametrize("kind", ["flat", "slope", "stairs", "noise"])
-def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind):
-    obj, terrain, leg = _walker(kind)
+@pytest.mark.parametrize(
+    "kind,applied_scale,object_scale",
+    [("flat", 1, 1), ("slope", 1, 1), ("stairs", 1, 1), ("noise", 1, 1),
+     # A 170-unit centimetre rig, and a rig scaled at object level: no tuning, the same tolerances.
+     ("stairs", 100, 1), ("noise", 100, 1), ("slope", 1, 0.01), ("stairs", 1, 40)],
+)
+def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind, applied_scale, object_scale):
+    obj, terrain, leg = _walker(kind, applied_scale, object_scale)
     scene = bpy.context.scene
     s = props.settings(obj)
     offset = s.limbs[0].foot_offset
@@ -62,15 +75,16 @@ def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind):
         scene.frame_set(f)
         for side in "LR":
             fk_clear[f, side] = min(p.z for p in _sole_points(obj, side, offset))
+    assert s.limbs[0].length * object_scale == pytest.approx(leg)  # defaults measured on the rig
     _plant(obj, terrain)
-    floor = s.floor_height
+    floor = s.floor_height * object_scale  # armature units to world
     tree = BVHTree.FromObject(terrain, bpy.context.evaluated_depsgraph_get())
     tol = 1e-3 * leg
     pelvis_z = []
     for f in range(scene.frame_start, scene.frame_end + 1):
         scene.frame_set(f)
         for side in "LR":
-            heights = [_height_above(tree, p) for p in _sole_points(obj, side, offset)]
+            heights = [_height_above(tree, p, leg) for p in _sole_points(obj, side, offset)]
             assert min(heights) >= -tol, (kind, f, side, heights)
             clearance = fk_clear[f, side] - floor
             if clearance <= 1e-4 * leg:  # planted in the source animation
@@ -82,7 +96,7 @@ def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind):
             assert abs(obj.pose.bones[n].length - length) <= 1e-5 * length  # float32 pose matrices
         pelvis_z.append((obj.matrix_world @ obj.pose.bones["spine"].head).z)
     if kind == "stairs":
-        rise = scenes.leg_length(obj) * 0.15
+        rise = leg * 0.15
         assert pelvis_z[-1] - pelvis_z[0] > 2 * rise, pelvis_z
         # Step by step and smooth: no frame-to-frame jump larger than a third of a riser.
         assert max(abs(b - a) for a, b in zip(pelvis_z, pelvis_z[1:])) < rise / 3
