@@ -42,6 +42,14 @@ def _set_channels(pb: bpy.types.PoseBone, ch: Channels) -> None:
     pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = ch  # type: ignore[assignment]
 
 
+def _sync_from_evaluated(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
+    evaluated = obj.evaluated_get(depsgraph).pose.bones
+    for pb in obj.pose.bones:
+        ch = _channels(evaluated[pb.name])
+        if _channels(pb) != ch:
+            _set_channels(pb, ch)
+
+
 def sync_registry() -> None:
     live_rigs.clear()
     for obj in bpy.data.objects:
@@ -94,6 +102,11 @@ def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
         return {}
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
+    if depsgraph.mode == "RENDER":
+        # A render's depsgraph evaluates the animation into its own copies only: bring the frame's
+        # animated values into the original bones first, or a re-evaluation would copy stale ones back.
+        for obj in rigs:
+            _sync_from_evaluated(obj, depsgraph)
     if any([restore_animation_values(obj) for obj in rigs]):
         depsgraph.update()
     results = {}

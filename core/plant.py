@@ -155,7 +155,8 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         pole = _pole(src, limb, ev)
         if pole is not None:
             pole = pole + shift
-        sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()], softness=settings.softness, target_rotation=rotation)
+        sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()], softness=settings.softness,
+                         target_rotation=rotation)
         rig.write_solution(obj, plan.bones, sol, end_bone=limb.end_bone or None)
         result.written.extend(plan.bones + ([limb.end_bone] if limb.end_bone else []))
         result.limbs.append(LimbResult(limb.name, target, sol.error))

@@ -52,7 +52,6 @@ def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb])
     """Replace the rig's limbs with `found`, each with defaults measured on the rig."""
     s = settings(obj)
     s.limbs.clear()
-    bones = obj.data.bones
     for d in found:
         limb = s.limbs.add()
         limb.name = d.name
@@ -78,6 +77,15 @@ def measure_limb(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> None:
         limb.foot_offset = foot_offset_at_rest(obj, limb.end_bone, limb.toe_bone or None)
 
 
+def _toe_of(foot: bpy.types.Bone) -> str:
+    """The foot's toe: its only connected child, else a child named like a toe or ball, else ''."""
+    connected = [c for c in foot.children if c.use_connect]
+    if len(connected) == 1:
+        return str(connected[0].name)
+    named = [c for c in foot.children if any(k in c.name.lower() for k in ("toe", "ball"))]
+    return str(named[0].name) if len(named) == 1 else ""
+
+
 def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length: int = 2) -> bpy.types.PropertyGroup:
     """A new limb of `kind`: with `end_bone`, its `chain_length` parents make the chain (root to tip) and
     its only child becomes the toe of a foot; without, empty bone slots to fill in the panel."""
@@ -95,8 +103,8 @@ def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length:
         if len(chain) < chain_length:
             raise ValueError(f"{end_bone!r} has only {len(chain)} parent bone(s); a chain of {chain_length} is needed: "
                              "make the foot or hand bone active, or lower Chain Bones")
-        if kind == "FOOT" and len(bones[end_bone].children) == 1:
-            toe = bones[end_bone].children[0].name
+        if kind == "FOOT":
+            toe = _toe_of(bones[end_bone])
     limb = s.limbs.add()
     label = {"FOOT": "Foot", "HAND": "Hand", "CHAIN": "Chain"}[kind]
     limb.name = f"{label} ({end_bone})" if end_bone else f"{label} {len(s.limbs)}"

@@ -1,0 +1,337 @@
+"""Plant Feet beyond the walk: hands reaching targets, keyed weights, terrain collections, the terrain
+cache following edits and modifiers, limbs set by hand, errors in the live handler, and F12 renders."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+
+import bmesh
+import bpy
+import harness
+import numpy as np
+import pytest
+import scenes
+from mathutils import Euler, Vector
+from test_plant_feet import _plant, _sole_points, _walker
+
+setup = harness.module("core.setup")
+props = harness.module("properties")
+handlers = harness.module("core.handlers")
+live = harness.module("core.live")
+
+ARM_LIMBS = [
+    ("Left Arm", "HAND", ("upper_arm.L", "forearm.L"), "hand.L"),
+    ("Right Arm", "HAND", ("upper_arm.R", "forearm.R"), "hand.R"),
+]
+
+
+def _walker_with_arms(kind="flat"):
+    obj, terrain, leg = _walker(kind)
+    s = props.settings(obj)
+    for name, limb_kind, bones, end in ARM_LIMBS:
+        limb = s.limbs.add()
+        limb.name, limb.kind, limb.end_bone = name, limb_kind, end
+        for b in bones:
+            limb.bones.add().bone = b
+        setup.measure_limb(obj, limb)
+    return obj, terrain, leg
+
+
+def _empty(name, location, rotation=(0.0, 0.0, 0.0)):
+    e = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(e)
+    e.location = location
+    e.rotation_euler = rotation
+    return e
+
+
+def _world_head(obj, bone):
+    return obj.matrix_world @ obj.pose.bones[bone].head
+
+
+def test_hands_reach_animated_targets_and_match_their_rotation():
+    obj, terrain, leg = _walker_with_arms()
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    arm = s.limbs[2].length
+    targets = []
+    for i, side in enumerate("LR"):
+        shoulder = _world_head(obj, f"upper_arm.{side}")
+        reach = Vector(((0.3 if side == "L" else -0.3) * arm, -0.6 * arm, 0.2 * arm))
+        t = _empty(f"Ledge.{side}", shoulder + reach, rotation=(0.4, 0.2 * (i + 1), -0.3))
+        # The target moves with the body (it is keyed), so the hand follows it frame by frame.
+        for f in (1, 48):
+            scene.frame_set(f)
+            t.location = _world_head(obj, f"upper_arm.{side}") + reach
+            t.keyframe_insert("location", frame=f)
+        s.limbs[2 + i].target_object = t
+        targets.append(t)
+    s.limbs[3].use_target_rotation = True
+    _plant(obj, terrain)
+    for f in (1, 9, 30, 48):
+        scene.frame_set(f)
+        for side, t in zip("LR", targets):
+            gap = (_world_head(obj, f"hand.{side}") - t.matrix_world.translation).length
+            assert gap <= 1e-5 * arm, (f, side, gap)
+        hand_rot = (obj.matrix_world @ obj.pose.bones["hand.R"].matrix).to_quaternion()
+        angle = hand_rot.rotation_difference(targets[1].matrix_world.to_quaternion()).angle
+        assert min(angle, 2 * math.pi - angle) < 1e-4, (f, angle)
+    # The left hand does not match rotation: its forearm-to-hand rotation stays the animation's.
+    fk_local = obj.pose.bones["hand.L"].rotation_quaternion.copy()
+    s.limbs[2].use_target_rotation = False
+    scene.frame_set(30)
+    assert obj.pose.bones["hand.L"].rotation_quaternion == fk_local
+
+
+def test_keyed_limb_weight_blends_from_animation_to_ik():
+    obj, terrain, leg = _walker_with_arms()
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    arm = s.limbs[2].length
+    shoulder = _world_head(obj, "upper_arm.L")
+    target = _empty("Prop", shoulder + Vector((0.4 * arm, -0.5 * arm, -0.4 * arm)))
+    s.limbs[2].target_object = target
+    s.limbs[3].enabled = False
+    s.body_follow = False  # the shoulder stays where the animation has it
+    s.live_preview = False
+    fk = {}
+    for f in (1, 3, 5):
+        scene.frame_set(f)
+        fk[f] = _world_head(obj, "hand.L")
+    s.limbs[2].weight = 0.0
+    obj.keyframe_insert('contact_ik.limbs[2].weight', frame=1)
+    s.limbs[2].weight = 1.0
+    obj.keyframe_insert('contact_ik.limbs[2].weight', frame=5)
+    _plant(obj, terrain)
+    scene.frame_set(1)
+    assert (_world_head(obj, "hand.L") - fk[1]).length < 1e-6 * arm  # weight 0: the animation, untouched
+    scene.frame_set(5)
+    assert (_world_head(obj, "hand.L") - target.location).length < 1e-5 * arm  # weight 1: on the target
+    scene.frame_set(3)
+    mid = _world_head(obj, "hand.L")
+    assert 0.05 * arm < (mid - target.location).length < (fk[3] - target.location).length - 0.05 * arm
+
+
+def _plane(name, x0, x1, z, leg):
+    bm = bmesh.new()
+    y0, y1 = -15 * leg, 5 * leg
+    vs = [bm.verts.new(c) for c in ((x0, y0, z), (x1, y0, z), (x1, y1, z), (x0, y1, z))]
+    bm.faces.new(vs)
+    return scenes._mesh_object(name, bm)
+
+
+def _planted_heights(obj, leg, frames):
+    """Lowest sole point per (frame, side) at every frame where the source foot is planted."""
+    offset = props.settings(obj).limbs[0].foot_offset
+    out = {}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        for side in "LR":
+            out[f, side] = min(p.z for p in _sole_points(obj, side, offset))
+    return out
+
+
+def test_terrain_collection_of_several_meshes():
+    obj, flat, leg = _walker("flat")
+    bpy.data.objects.remove(flat)
+    coll = bpy.data.collections.new("Ground")
+    bpy.context.scene.collection.children.link(coll)
+    left = _plane("Left ground", 0.0, 5 * leg, 0.10 * leg, leg)
+    right = _plane("Right ground", -5 * leg, 0.0, 0.05 * leg, leg)
+    for o in (left, right):
+        bpy.context.scene.collection.objects.unlink(o)
+        coll.objects.link(o)
+    s = props.settings(obj)
+    s.terrain_collection = coll
+    bpy.context.view_layer.objects.active = obj
+    for o in bpy.context.scene.objects:
+        o.select_set(o is obj)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    fk_planted = {f: side for f in range(1, 49) for side in "LR"}
+    heights = _planted_heights(obj, leg, range(1, 49))
+    for (f, side), z in heights.items():
+        ground = 0.10 * leg if side == "L" else 0.05 * leg
+        assert z >= ground - 1e-3 * leg, (f, side, z)
+    # Each foot, when down, rests on its own mesh of the collection.
+    for side, ground in (("L", 0.10 * leg), ("R", 0.05 * leg)):
+        assert min(z for (f, sd), z in heights.items() if sd == side) == pytest.approx(ground, abs=1e-3 * leg)
+    assert fk_planted
+
+
+def test_terrain_cache_follows_moves_edits_and_modifiers_and_is_kept_otherwise():
+    obj, terrain, leg = _walker("flat")
+    _plant(obj, terrain)
+    cache = handlers.caches.terrain
+    builds = cache.builds
+    heights = _planted_heights(obj, leg, range(1, 13))
+    assert min(heights.values()) == pytest.approx(0.0, abs=1e-3 * leg)
+    assert cache.builds == builds, "the terrain BVH was rebuilt although nothing changed"
+    # Moving the terrain object.
+    terrain.location.z = 0.1 * leg
+    bpy.context.view_layer.update()
+    heights = _planted_heights(obj, leg, range(1, 13))
+    assert min(heights.values()) == pytest.approx(0.1 * leg, abs=1e-3 * leg)
+    # Editing its vertices.
+    for v in terrain.data.vertices:
+        v.co.z = 0.05 * leg
+    terrain.data.update()
+    bpy.context.view_layer.update()
+    heights = _planted_heights(obj, leg, range(1, 13))
+    assert min(heights.values()) == pytest.approx(0.15 * leg, abs=1e-3 * leg)
+    # A modifier: the evaluated mesh is what the feet land on (Displace without a texture lifts by
+    # (1 - midlevel) x strength along the normal).
+    mod = terrain.modifiers.new("Lift", "DISPLACE")
+    mod.strength = 0.2 * leg
+    mod.mid_level = 0.5
+    bpy.context.view_layer.update()
+    heights = _planted_heights(obj, leg, range(1, 13))
+    assert min(heights.values()) == pytest.approx(0.25 * leg, abs=1e-3 * leg)
+    rebuilt = cache.builds
+    _planted_heights(obj, leg, range(1, 13))
+    assert cache.builds == rebuilt
+
+
+def test_limbs_added_and_removed_by_hand():
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_walk(obj, frames=12)
+    leg = scenes.leg_length(obj)
+    terrain = scenes.flat(leg, height=0.1 * leg)
+    s = props.settings(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.data.bones.active = obj.data.bones["foot.L"]
+    assert bpy.ops.contact_ik.limb_add(kind="FOOT") == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert len(s.limbs) == 1
+    limb = s.limbs[0]
+    assert [b.bone for b in limb.bones] == ["thigh.L", "shin.L"]
+    assert (limb.end_bone, limb.toe_bone) == ("foot.L", "toe.L")
+    assert limb.length == pytest.approx(leg)
+    assert limb.foot_offset == pytest.approx(setup.foot_offset_at_rest(obj, "foot.L", "toe.L"))
+    # Without a pose-mode bone: empty slots to fill in the panel.
+    assert bpy.ops.contact_ik.limb_add(kind="HAND") == {"FINISHED"}
+    assert [b.bone for b in s.limbs[1].bones] == ["", ""] and s.active_limb == 1
+    assert bpy.ops.contact_ik.limb_bone(action="ADD") == {"FINISHED"}
+    assert len(s.limbs[1].bones) == 3
+    assert bpy.ops.contact_ik.limb_remove() == {"FINISHED"}
+    assert len(s.limbs) == 1 and s.active_limb == 0
+    # The hand-made leg plants (Plant Feet keeps limbs that exist instead of detecting).
+    for o in bpy.context.scene.objects:
+        o.select_set(o in (obj, terrain))
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    assert len(s.limbs) == 1
+    heights = [min(p.z for p in _sole_points(obj, "L", limb.foot_offset))]
+    assert heights[0] >= 0.1 * leg - 1e-3 * leg
+    # Removing the limb while previewing gives the animation back in the bones it had moved.
+    bpy.context.scene.frame_set(3)
+    s.live_preview = False
+    fk = obj.pose.bones["shin.L"].matrix.copy()
+    s.live_preview = True
+    assert obj.pose.bones["shin.L"].matrix != fk
+    bpy.ops.contact_ik.limb_remove()
+    assert all(abs(a - b) < 1e-6 for ra, rb in zip(obj.pose.bones["shin.L"].matrix, fk) for a, b in zip(ra, rb))
+    # Too short a chain above the active bone says what to do.
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.data.bones.active = obj.data.bones["spine"]
+    with pytest.raises(RuntimeError, match="Chain Bones"):
+        bpy.ops.contact_ik.limb_add(kind="FOOT")
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_live_handler_never_raises_and_turns_itself_off_once(capfd):
+    obj, terrain, leg = _walker("flat")
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    # Break the terrain behind the handler's back: delete all its faces.
+    bm = bmesh.new()
+    bm.from_mesh(terrain.data)
+    bmesh.ops.delete(bm, geom=list(bm.faces), context="FACES_ONLY")
+    bm.to_mesh(terrain.data)
+    bm.free()
+    terrain.data.update()
+    bpy.context.view_layer.update()
+    for f in (2, 3, 4):
+        bpy.context.scene.frame_set(f)  # must not raise
+    out, _err = capfd.readouterr()
+    assert out.count("live preview turned off") == 1, out
+    assert "has no faces" in out
+    assert not s.live_preview
+    assert obj.name not in live.live_rigs
+
+
+def _render(scene, path):
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path) + ".png" if not str(path).endswith(".png") else str(path))
+    px = np.empty(len(img.pixels), dtype=np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px
+
+
+def _render_animation(scene, folder, start, end):
+    scene.frame_start, scene.frame_end = start, end
+    scene.render.filepath = str(folder / "f_####")
+    bpy.ops.render.render(animation=True)
+    out = {}
+    for f in range(start, end + 1):
+        img = bpy.data.images.load(str(folder / f"f_{f:04d}.png"))
+        px = np.empty(len(img.pixels), dtype=np.float32)
+        img.pixels.foreach_get(px)
+        bpy.data.images.remove(img)
+        out[f] = px
+    return out
+
+
+def test_render_with_live_preview_shows_planted_feet(tmp_path: pathlib.Path):
+    """F12 (still and animation) with live preview on renders the planted pose and does not crash."""
+    obj, _terrain, leg = _walker("flat")
+    bpy.data.objects.remove(_terrain)
+    terrain = scenes.flat(leg, height=0.12 * leg)  # raised ground: planted feet move visibly
+    scene = bpy.context.scene
+    # Armatures do not render: give each foot a box that follows the bone.
+    for side in "LR":
+        bpy.ops.mesh.primitive_cube_add(size=0.08 * leg)
+        box = bpy.context.active_object
+        box.parent, box.parent_type, box.parent_bone = obj, "BONE", f"foot.{side}"
+        box.location = (0.0, -obj.data.bones[f"foot.{side}"].length, 0.0)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    cam.data.type, cam.data.ortho_scale = "ORTHO", 2.5 * leg
+    cam.location = (4 * leg, -0.3 * leg, 0.2 * leg)
+    cam.rotation_euler = Euler((math.pi / 2, 0.0, math.pi / 2))
+    scene.camera = cam
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.render.resolution_x = scene.render.resolution_y = 64
+    scene.render.resolution_percentage = 100
+    scene.render.image_settings.file_format = "PNG"
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    seen = {}
+
+    def record(scn, depsgraph=None):  # runs after Contact IK's handler: what the render evaluates
+        if depsgraph is not None and depsgraph.mode == "RENDER":
+            ev = obj.evaluated_get(depsgraph).pose.bones
+            seen[scn.frame_current] = [ev[f"foot.{side}"].matrix.copy() for side in "LR"]
+
+    bpy.app.handlers.frame_change_post.append(record)
+    try:
+        planted = _render_animation(scene, tmp_path / "on", 5, 6)
+    finally:
+        bpy.app.handlers.frame_change_post.remove(record)
+    assert sorted(seen) == [5, 6]
+    for f in (5, 6):
+        scene.frame_set(f)
+        for side, rendered in zip("LR", seen[f]):
+            viewport = obj.pose.bones[f"foot.{side}"].matrix
+            assert max(abs(a - b) for ra, rb in zip(rendered, viewport) for a, b in zip(ra, rb)) < 1e-6 * leg, (f, side)
+    scene.frame_set(6)
+    still = _render(scene, tmp_path / "still6")
+    s.live_preview = False
+    unplanted = _render_animation(scene, tmp_path / "off", 5, 6)
+    for f in (5, 6):
+        assert np.abs(planted[f] - unplanted[f]).max() > 0.2, f"frame {f}: the render shows no IK"
+    # The animation render's frame 6 is the viewport's planted frame 6.
+    assert np.abs(planted[6] - still).max() < 1e-3
