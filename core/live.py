@@ -50,6 +50,12 @@ def _sync_from_evaluated(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) 
             _set_channels(pb, ch)
 
 
+def plays_baked(obj: bpy.types.Object) -> bool:
+    """True while the rig plays a Contact IK bake: its keys already hold the IK, so preview adds nothing."""
+    ad = obj.animation_data
+    return ad is not None and ad.action is not None and bool(ad.action.get("contact_ik_baked", False))
+
+
 def sync_registry() -> None:
     live_rigs.clear()
     for obj in bpy.data.objects:
@@ -97,7 +103,7 @@ def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
     """Plant every live rig of `scene` for its current frame, evaluated in `depsgraph` (the one being
     updated: the viewport's, or a render's during F12), which is then updated with the result.
     Errors switch that rig's preview off."""
-    rigs = [obj for obj in scene.objects if obj.name in live_rigs and obj.type == "ARMATURE"]
+    rigs = [obj for obj in scene.objects if obj.name in live_rigs and obj.type == "ARMATURE" and not plays_baked(obj)]
     if not rigs:
         return {}
     if depsgraph is None:

@@ -203,11 +203,145 @@ class CONTACT_IK_OT_limb_bone(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class CONTACT_IK_OT_bake(bpy.types.Operator):
+    """Bake the planted feet and hands of the selected armatures to keyframes in a new action (the source
+    action is kept, one click away). Esc cancels"""
+
+    bl_idname = "contact_ik.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    use_scene_range: bpy.props.BoolProperty(  # type: ignore[valid-type]
+        name="Scene Range", description="Bake the scene's frame range", default=True
+    )
+    frame_start: bpy.props.IntProperty(name="Start", description="First frame to bake", default=1)  # type: ignore[valid-type]
+    frame_end: bpy.props.IntProperty(name="End", description="Last frame to bake", default=250)  # type: ignore[valid-type]
+
+    _job: object = None
+    _timer: object = None
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _armature_poll(cls, context):
+            return False
+        from ..core import bake
+
+        if bake.is_baked(bake.anim.action_of(context.active_object)):
+            cls.poll_message_set("This armature already plays its baked action: switch back to the source to bake again")
+            return False
+        if not settings(context.active_object).limbs:
+            cls.poll_message_set("No limbs yet: run Plant Feet or Detect Limbs first")
+            return False
+        return True
+
+    def _make_job(self, context: bpy.types.Context):  # type: ignore[no-untyped-def]
+        from ..core import bake
+
+        objs = [o for o in context.selected_objects if o.type == "ARMATURE" and settings(o).limbs]
+        if context.active_object not in objs:
+            objs.insert(0, context.active_object)
+        scene = context.scene
+        start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start, self.frame_end)
+        return bake.BakeJob(objs, start, end, scene)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..core import bake
+
+        try:
+            job = self._make_job(context)
+        except bake.BakeError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return self._finish(job)
+
+    def _finish(self, job) -> set[str]:  # type: ignore[no-untyped-def]
+        reports = job.finish()
+        took = reports[0].seconds if reports else 0.0
+        names = ", ".join(f"{r.obj_name!r} -> {r.action_name!r}" for r in reports)
+        self.report({"INFO"}, f"Baked {reports[0].frames if reports else 0} frames: {names} ({took:.2f} s)")
+        return {"FINISHED"}
+
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
+        from ..core import bake
+
+        try:
+            job = self._make_job(context)
+        except bake.BakeError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if len(job.frames) <= 50 or context.window is None:
+            return self._finish(job)
+        self._job = job
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
+        job = self._job
+        wm = context.window_manager
+        if event.type == "ESC":
+            job.cancel()  # type: ignore[attr-defined]
+            self._end(context)
+            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        t0 = time.perf_counter()
+        done = False
+        while not done and time.perf_counter() - t0 < 0.1:
+            done = job.step(5)  # type: ignore[attr-defined]
+        wm.progress_update(int(100 * job.progress))  # type: ignore[attr-defined]
+        context.workspace.status_text_set(f"Contact IK: baking {int(100 * job.progress)} % (Esc to cancel)")  # type: ignore[attr-defined]
+        if not done:
+            return {"RUNNING_MODAL"}
+        self._end(context)
+        return self._finish(job)
+
+    def _end(self, context: bpy.types.Context) -> None:
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)  # type: ignore[arg-type]
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+
+
+class CONTACT_IK_OT_use_source_action(bpy.types.Operator):
+    """Play the source action again instead of the baked one (live preview applies again); the bake is kept"""
+
+    bl_idname = "contact_ik.use_source_action"
+    bl_label = "Back to Source Action"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _armature_poll(cls, context):
+            return False
+        from ..core import bake
+
+        if bake.source_of(bake.anim.action_of(context.active_object)) is None:
+            cls.poll_message_set("The armature does not play a Contact IK bake")
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..core import bake
+
+        obj = context.active_object
+        source = bake.use_source(obj)
+        live.refresh(context.scene)
+        self.report({"INFO"}, f"{obj.name!r} plays {source.name!r} again")  # type: ignore[union-attr]
+        return {"FINISHED"}
+
+
 classes = (
     CONTACT_IK_OT_detect_limbs,
     CONTACT_IK_OT_plant_feet,
     CONTACT_IK_OT_limb_add,
     CONTACT_IK_OT_limb_remove,
     CONTACT_IK_OT_limb_bone,
+    CONTACT_IK_OT_bake,
+    CONTACT_IK_OT_use_source_action,
 )
 register, unregister = bpy.utils.register_classes_factory(classes)

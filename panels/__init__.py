@@ -31,7 +31,14 @@ class CONTACT_IK_PT_main(bpy.types.Panel):
             layout.label(text="Select an armature", icon="INFO")
             return
         s = settings(obj)
-        layout.operator("contact_ik.plant_feet", icon="MOD_ARMATURE")
+        row = layout.row(align=True)
+        row.operator("contact_ik.plant_feet", icon="MOD_ARMATURE")
+        row.operator("contact_ik.bake", icon="KEYINGSET")
+        action = obj.animation_data.action if obj.animation_data else None
+        if action is not None and action.get("contact_ik_baked"):
+            box = layout.box()
+            box.label(text=f"Playing bake: {action.name}", icon="CHECKMARK")
+            box.operator("contact_ik.use_source_action", icon="LOOP_BACK")
         col = layout.column(align=True)
         col.prop(s, "terrain")
         col.prop(s, "terrain_collection", text="Or Collection")

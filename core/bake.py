@@ -1,0 +1,293 @@
+"""Bake: the live preview's result, frame by frame, into a new action the armature then plays.
+
+One sweep over the frame range serves every rig being baked: each frame is set once, each rig is
+planted from its pose evaluated at that frame (exactly as live preview does), the channels Contact IK
+drives are read into arrays, and the animation's own values are put back at once so un-keyed
+channels never accumulate. At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose
+driven channels are replaced by the baked keys, written in bulk (`keyframe_points.add` +
+`foreach_set`) in each bone's rotation mode, continuous (no quaternion sign flips, no Euler wraps).
+The source action is never written to; it keeps a fake user so it is never lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import bpy
+import numpy as np
+
+from ..properties import settings
+from . import anim, live
+from .ground import TerrainError, terrain_objects
+from .handlers import caches
+from .plant import RigResult, limb_is_usable, plant_rig
+
+BAKED_KEY = "contact_ik_baked"
+SOURCE_KEY = "contact_ik_source"
+SUFFIX = " [Contact IK]"
+UNKEYED_KEY = "contact_ik_unkeyed"
+
+
+class BakeError(ValueError):
+    """The bake cannot run; the message says how to fix it."""
+
+
+@dataclass
+class Channel:
+    bone: str
+    prop: str  # rotation_quaternion, rotation_euler, rotation_axis_angle or location
+    size: int
+
+    @property
+    def data_path(self) -> str:
+        return f'pose.bones["{bpy.utils.escape_identifier(self.bone)}"].{self.prop}'
+
+
+@dataclass
+class RigBake:
+    obj: bpy.types.Object
+    terrain: Any
+    channels: list[Channel]
+    values: np.ndarray  # frames x sum(channel sizes)
+    source: Optional[bpy.types.Action]
+    slot_identifier: Optional[str]
+    results: list[RigResult] = field(default_factory=list)
+    action: Optional[bpy.types.Action] = None
+    unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
+
+
+@dataclass
+class BakeReport:
+    obj_name: str
+    action_name: str
+    source_name: str
+    frames: int
+    seconds: float
+    channels: int
+
+
+def is_baked(action: Optional[bpy.types.Action]) -> bool:
+    return action is not None and bool(action.get(BAKED_KEY, False))
+
+
+def source_of(action: Optional[bpy.types.Action]) -> Optional[bpy.types.Action]:
+    src = action.get(SOURCE_KEY) if action is not None else None
+    return src if isinstance(src, bpy.types.Action) else None
+
+
+def driven_channels(obj: bpy.types.Object) -> list[Channel]:
+    """The channels Contact IK writes on `obj`: chain and end bone rotations, and the pelvis location."""
+    s = settings(obj)
+    bones = obj.pose.bones
+    names: list[str] = []
+    for limb in s.limbs:
+        if limb.enabled and limb_is_usable(obj, limb):
+            names += [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
+    out = []
+    for name in dict.fromkeys(names):
+        mode = bones[name].rotation_mode
+        if mode == "QUATERNION":
+            out.append(Channel(name, "rotation_quaternion", 4))
+        elif mode == "AXIS_ANGLE":
+            out.append(Channel(name, "rotation_axis_angle", 4))
+        else:
+            out.append(Channel(name, "rotation_euler", 3))
+    if s.body_follow and s.pelvis_bone in bones and any(lb.kind == "FOOT" for lb in s.limbs if lb.enabled):
+        out.append(Channel(s.pelvis_bone, "location", 3))
+    return out
+
+
+def validate(obj: bpy.types.Object) -> None:
+    if obj.type != "ARMATURE":
+        raise BakeError(f"{obj.name!r} is a {obj.type.lower()}, not an armature: select the animated armature")
+    s = settings(obj)
+    usable = [lb for lb in s.limbs if lb.enabled and limb_is_usable(obj, lb)]
+    if not usable:
+        raise BakeError(f"{obj.name!r} has no enabled limbs: run Detect Limbs or Plant Feet first")
+    if any(lb.kind == "FOOT" for lb in usable) and not terrain_objects(s):
+        raise BakeError(f"{obj.name!r} has no terrain: set Terrain in the Contact IK panel (or run Plant Feet "
+                        "with the ground mesh selected)")
+    if is_baked(anim.action_of(obj)):
+        raise BakeError(f"{obj.name!r} already plays a baked action ({anim.action_of(obj).name!r}): switch back to "
+                        "its source action to bake again")
+
+
+class BakeJob:
+    """A bake of `objs` over [start, end], run in steps (for progress and Esc) or all at once."""
+
+    def __init__(self, objs: list[bpy.types.Object], start: int, end: int, scene: Optional[bpy.types.Scene] = None):
+        self.scene = scene or bpy.context.scene
+        if end < start:
+            raise BakeError(f"the frame range {start}..{end} is empty: set an end frame after the start frame")
+        if not objs:
+            raise BakeError("no armature to bake: select the animated armature(s)")
+        for obj in objs:
+            validate(obj)
+        self.frames = list(range(start, end + 1))
+        self.saved_frame = self.scene.frame_current
+        self.started = time.perf_counter()
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        self.rigs: list[RigBake] = []
+        for obj in objs:
+            s = settings(obj)
+            try:
+                terrain = caches.terrain.get(terrain_objects(s), depsgraph) if terrain_objects(s) else None
+            except TerrainError as exc:
+                raise BakeError(str(exc)) from exc
+            chans = driven_channels(obj)
+            width = sum(c.size for c in chans)
+            slot = anim.slot_of(obj)
+            self.rigs.append(RigBake(obj, terrain, chans, np.empty((len(self.frames), width)), anim.action_of(obj),
+                                     getattr(slot, "identifier", None)))
+        # Live preview steps aside during the sweep; the animation's values go back into its channels.
+        self.was_live = {r.obj.name for r in self.rigs if r.obj.name in live.live_rigs}
+        for r in self.rigs:
+            live.live_rigs.discard(r.obj.name)
+            live.restore_for_edit(r.obj)
+            keyed = set()
+            if r.source is not None:
+                keyed = {fc.data_path for fc in anim.fcurves(r.source, anim.slot_of(r.obj)) or []}
+            for c in r.channels:
+                if c.data_path not in keyed:
+                    r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
+        self.done = 0
+
+    @property
+    def progress(self) -> float:
+        return self.done / len(self.frames)
+
+    def step(self, count: int) -> bool:
+        """Bake the next `count` frames; True when every frame is baked."""
+        scene = self.scene
+        for i in range(self.done, min(self.done + count, len(self.frames))):
+            scene.frame_set(self.frames[i])
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            for rig in self.rigs:
+                self._bake_frame(rig, i, depsgraph)
+            self.done = i + 1
+        return self.done >= len(self.frames)
+
+    def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
+        obj = rig.obj
+        bones = obj.pose.bones
+        before = [tuple(getattr(bones[c.bone], c.prop)) for c in rig.channels]
+        if rig.terrain is not None or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
+            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph)
+        else:
+            result = RigResult()
+        col = 0
+        values = rig.values
+        for c, old in zip(rig.channels, before):
+            pb = bones[c.bone]
+            values[row, col:col + c.size] = getattr(pb, c.prop)
+            col += c.size
+            if result.written:
+                setattr(pb, c.prop, old)  # the animation's value back, so nothing piles up
+        if row == 0 or row == len(self.frames) - 1:
+            rig.results.append(result)
+
+    def cancel(self) -> None:
+        """Stop: nothing was written; the frame and live preview are as they were."""
+        self._restore()
+
+    def finish(self) -> list[BakeReport]:
+        if self.done < len(self.frames):
+            self.step(len(self.frames) - self.done)
+        reports = []
+        for rig in self.rigs:
+            make_continuous(rig)
+            rig.action = write_action(rig, self.frames)
+            reports.append(BakeReport(rig.obj.name, rig.action.name, rig.source.name if rig.source else "",
+                                      len(self.frames), time.perf_counter() - self.started,
+                                      len(rig.channels)))
+        self._restore()
+        return reports
+
+    def _restore(self) -> None:
+        for name in self.was_live:
+            live.live_rigs.add(name)
+        self.scene.frame_set(self.saved_frame)
+
+
+def make_continuous(rig: RigBake) -> None:
+    """No quaternion sign flips and no Euler wrap jumps from one frame to the next."""
+    col = 0
+    v = rig.values
+    for c in rig.channels:
+        block = v[:, col:col + c.size]
+        if c.prop == "rotation_quaternion" and len(block) > 1:
+            dots = np.einsum("ij,ij->i", block[1:], block[:-1])
+            signs = np.concatenate(([1.0], np.cumprod(np.where(dots < 0.0, -1.0, 1.0))))
+            block *= signs[:, None]
+        elif c.prop == "rotation_euler":
+            block[:] = np.unwrap(block, axis=0)
+        col += c.size
+
+
+def write_action(rig: RigBake, frames: list[int]) -> bpy.types.Action:
+    """A copy of the rig's action with its driven channels replaced by the baked keys; the rig plays it."""
+    obj = rig.obj
+    source = rig.source
+    action: bpy.types.Action
+    if source is not None:
+        action = source.copy()
+        action.name = source.name + SUFFIX
+        source.use_fake_user = True  # the source stays one click away, and is saved with the file
+        action.use_fake_user = False
+    else:
+        action = bpy.data.actions.new(obj.name + SUFFIX)  # type: ignore[assignment]
+    action[BAKED_KEY] = True
+    action[UNKEYED_KEY] = rig.unkeyed
+    if source is not None:
+        action[SOURCE_KEY] = source
+    anim.assign(obj, action, rig.slot_identifier)
+    owner = anim.channels(action, anim.slot_of(obj), create=True)
+    f = np.asarray(frames, dtype=np.float64)
+    start, end = frames[0], frames[-1]
+    col = 0
+    for c in rig.channels:
+        for k in range(c.size):
+            fc = anim.ensure_fcurve(owner, c.data_path, k, c.bone)
+            for m in list(fc.modifiers):
+                fc.modifiers.remove(m)  # the baked values already include what modifiers did
+            kp = fc.keyframe_points
+            old = np.empty(2 * len(kp))
+            kp.foreach_get("co", old)
+            old = old.reshape(-1, 2)
+            keep = old[(old[:, 0] < start - 1e-6) | (old[:, 0] > end + 1e-6)]
+            co = np.concatenate((keep, np.column_stack((f, rig.values[:, col + k]))))
+            co = co[np.argsort(co[:, 0], kind="stable")]
+            if len(kp):
+                owner.fcurves.remove(fc)
+                fc = anim.ensure_fcurve(owner, c.data_path, k, c.bone)
+                kp = fc.keyframe_points
+            kp.add(len(co))
+            kp.foreach_set("co", co.ravel())
+            kp.foreach_set("interpolation", np.full(len(co), _LINEAR, dtype=np.int32))
+            fc.update()
+        col += c.size
+    return action
+
+
+_LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+
+
+def use_source(obj: bpy.types.Object) -> Optional[bpy.types.Action]:
+    """Switch a rig playing a baked action back to its source action (live preview applies again)."""
+    baked = anim.action_of(obj)
+    source = source_of(baked)
+    if source is None:
+        return None
+    anim.assign(obj, source, getattr(anim.slot_of(obj), "identifier", None))
+    assert baked is not None
+    baked.use_fake_user = True  # keep the bake too: one click away the other way
+    # Channels the source does not key would keep the bake's last values: give them their values from
+    # before the bake.
+    for key, values in dict(baked.get(UNKEYED_KEY, {})).items():
+        bone, prop = key.rsplit("|", 1)
+        if bone in obj.pose.bones:
+            setattr(obj.pose.bones[bone], prop, list(values))
+    return source
+

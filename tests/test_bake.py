@@ -1,0 +1,176 @@
+"""Bake in real Blender: equal to live preview frame for frame, non-destructive, one undo step,
+rotation modes kept and continuous, cancellable without a trace."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import harness
+import pytest
+from mathutils import Vector
+from test_plant_feet import _fcurves, _plant, _walker
+from test_plant_more import _empty, _walker_with_arms, _world_head
+
+props = harness.module("properties")
+anim = harness.module("core.anim")
+bake = harness.module("core.bake")
+live = harness.module("core.live")
+
+
+def _joints(obj):
+    mw = obj.matrix_world
+    return [(mw @ pb.head, mw @ pb.tail) for pb in obj.pose.bones]
+
+
+def _max_gap(a, b):
+    """Largest joint distance between two sequences (or frame-keyed dicts) of poses."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        a, b = [a[k] for k in sorted(a)], [b[k] for k in sorted(a)]
+    return max((p - q).length for pa, pb in zip(a, b) for ja, jb in zip(pa, pb) for p, q in zip(ja, jb))
+
+
+def _four_limb_walker(kind="noise"):
+    obj, terrain, leg = _walker_with_arms(kind)
+    s = props.settings(obj)
+    arm = s.limbs[2].length
+    scene = bpy.context.scene
+    for i, side in enumerate("LR"):
+        reach = Vector(((0.35 if side == "L" else -0.35) * arm, -0.5 * arm, -0.3 * arm))
+        t = _empty(f"Rail.{side}", (0, 0, 0), rotation=(0.3, 0.0, 0.2 * (i + 1)))
+        for f in (scene.frame_start, scene.frame_end):
+            scene.frame_set(f)
+            t.location = _world_head(obj, f"upper_arm.{side}") + reach
+            t.keyframe_insert("location", frame=f)
+        s.limbs[2 + i].target_object = t
+    s.limbs[3].use_target_rotation = True
+    return obj, terrain, leg
+
+
+def _live_poses(obj):
+    scene = bpy.context.scene
+    poses = {}
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        poses[f] = _joints(obj)
+    return poses
+
+
+def test_bake_equals_live_preview_and_keeps_the_source():
+    obj, terrain, leg = _four_limb_walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    source = obj.animation_data.action
+    source_keys = anim.channel_snapshot(source, anim.slot_of(obj))
+    preview = _live_poses(obj)
+    scene.frame_set(7)
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    assert scene.frame_current == 7  # the current frame is given back
+    baked = obj.animation_data.action
+    assert baked is not source and baked.name == f"{source.name} [Contact IK]"
+    assert bake.is_baked(baked) and bake.source_of(baked) == source
+    assert source.use_fake_user  # never lost, even with no user left
+    assert anim.channel_snapshot(source, anim.slot_of(obj)) == source_keys  # untouched
+    # Every joint, every frame, equals the live preview (within 1e-5 x leg length), and live preview
+    # (still on) does not add IK on top of the baked keys a second time.
+    assert props.settings(obj).live_preview
+    after = _live_poses(obj)
+    assert _max_gap(after, preview) <= 1e-5 * leg
+    # The baked channels are ordinary keys: one per frame, on the driven bones and the pelvis.
+    paths = {(fc.data_path, fc.array_index): len(fc.keyframe_points) for fc in _fcurves(obj)}
+    assert paths[('pose.bones["shin.L"].rotation_quaternion', 0)] == 48
+    assert paths[('pose.bones["forearm.R"].rotation_quaternion', 3)] == 48
+    assert paths[('pose.bones["hand.R"].rotation_quaternion', 1)] == 48
+    assert paths[('pose.bones["spine"].location', 2)] == 48
+    # Back to the source: the animation plays with live preview applied again, exactly as before.
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.contact_ik.use_source_action() == {"FINISHED"}
+    assert obj.animation_data.action == source
+    assert _max_gap(_live_poses(obj), preview) <= 1e-6 * leg
+    assert baked.use_fake_user  # the bake stays one click away too
+
+
+def test_bake_is_one_undo_step():
+    obj, terrain, leg = _walker("flat")
+    _plant(obj, terrain)
+    source_name = obj.animation_data.action.name
+    actions = sorted(a.name for a in bpy.data.actions)
+    bpy.ops.ed.undo_push(message="before bake")
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="after bake")
+    assert obj.animation_data.action.name.endswith("[Contact IK]")
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["metarig"]
+    assert obj.animation_data.action.name == source_name
+    assert sorted(a.name for a in bpy.data.actions) == actions
+
+
+def test_bake_keeps_rotation_modes_and_is_continuous():
+    obj, terrain, leg = _walker("noise")
+    # thigh.L un-keyed and in Euler, shin.R in axis-angle: keys are written in each bone's own mode.
+    fcurves = _fcurves(obj)
+    for fc in list(fcurves):
+        if '"thigh.L"' in fc.data_path or '"shin.R"' in fc.data_path:
+            fcurves.remove(fc)
+    pb = obj.pose.bones
+    pb["thigh.L"].rotation_mode = "YXZ"
+    pb["thigh.L"].rotation_euler = (math.radians(170), 0.0, math.radians(179))  # near the wrap
+    pb["shin.R"].rotation_mode = "AXIS_ANGLE"
+    _plant(obj, terrain)
+    preview = _live_poses(obj)
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    curves = {(fc.data_path, fc.array_index): fc for fc in _fcurves(obj)}
+    assert ('pose.bones["thigh.L"].rotation_euler', 2) in curves
+    assert ('pose.bones["thigh.L"].rotation_quaternion', 0) not in curves
+    assert ('pose.bones["shin.R"].rotation_axis_angle', 3) in curves
+
+    def values(path, n):
+        out = []
+        for i in range(n):
+            kp = curves[(path, i)].keyframe_points
+            out.append([k.co[1] for k in kp])
+        return list(zip(*out))
+
+    euler = values('pose.bones["thigh.L"].rotation_euler', 3)
+    assert max(abs(b - a) for ea, eb in zip(euler, euler[1:]) for a, b in zip(ea, eb)) < 0.5  # no 2 pi jumps
+    for bone in ("thigh.R", "shin.L", "foot.L"):
+        q = values(f'pose.bones["{bone}"].rotation_quaternion', 4)
+        assert all(sum(a * b for a, b in zip(qa, qb)) > 0.0 for qa, qb in zip(q, q[1:])), bone  # no sign flips
+    assert _max_gap(_live_poses(obj), preview) <= 1e-5 * leg
+
+
+def test_cancelled_bake_leaves_everything_as_it_was():
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    scene.frame_set(5)
+    before_pose = _joints(obj)
+    source = obj.animation_data.action
+    keys = anim.channel_snapshot(source, anim.slot_of(obj))
+    actions = len(bpy.data.actions)
+    job = bake.BakeJob([obj], 1, 48, scene)
+    assert not job.step(10)
+    assert 0.2 < job.progress < 0.25
+    job.cancel()
+    assert scene.frame_current == 5
+    assert obj.animation_data.action == source and len(bpy.data.actions) == actions
+    assert anim.channel_snapshot(source, anim.slot_of(obj)) == keys
+    assert obj.name in live.live_rigs  # live preview is back on
+    assert _max_gap([_joints(obj)], [before_pose]) <= 1e-6 * leg
+
+
+def test_bad_bake_input_says_how_to_fix_it():
+    obj, terrain, leg = _walker("flat")
+    props.settings(obj).limbs.clear()
+    bpy.context.view_layer.objects.active = obj
+    assert not bpy.ops.contact_ik.bake.poll()  # no limbs yet
+    _plant(obj, terrain)
+    props.settings(obj).terrain = None
+    with pytest.raises(RuntimeError, match="no terrain"):
+        bpy.ops.contact_ik.bake()
+    with pytest.raises(bake.BakeError, match="empty"):
+        bake.BakeJob([obj], 10, 5)
+    props.settings(obj).terrain = terrain
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    assert not bpy.ops.contact_ik.bake.poll()  # plays its bake: switch back first
