@@ -232,7 +232,7 @@ def write_action(rig: RigBake, frames: list[int]) -> bpy.types.Action:
     source = rig.source
     action: bpy.types.Action
     if source is not None:
-        action = source.copy()
+        action = source.copy()  # type: ignore[assignment]
         action.name = source.name + SUFFIX
         source.use_fake_user = True  # the source stays one click away, and is saved with the file
         action.use_fake_user = False
