@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from . import core, operators, panels, properties
+from . import cli, core, operators, panels, properties
 
-_modules = (properties, core, operators, panels)
+_modules = (properties, core, operators, panels, cli)
+
 
 def register() -> None:
     for module in _modules:
         module.register()
+
 
 def unregister() -> None:
     for module in reversed(_modules):

@@ -7,4 +7,4 @@ trap 'rm -rf "$tmp"' EXIT
 ln -s "$here" "$tmp/contact_ik"
 cd "$tmp"
 "$here/.venv/bin/python" -m mypy --config-file "$here/pyproject.toml" --cache-dir "$tmp/.mypy_cache" \
-  --exclude 'contact_ik/(tests|tools|benchmarks|\.venv)/' -p contact_ik
+  --exclude 'contact_ik/(tests|tools|benchmarks|docs|out|dist|\.venv)/' -p contact_ik

@@ -1,0 +1,195 @@
+"""The headless command line: `contact_ik bake` through the bpy-wheel runner (a real separate process,
+as a farm runs it) on real mocap and on a .blend, each bad input's message and exit code, a batch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import bpy
+import harness
+import pytest
+import scenes
+from test_plant_feet import _plant, _walker
+
+RUNNER = harness.ROOT / "tools" / "contact_ik_cli.py"
+ZUP = harness.MOCAP / "fair1_zombie_walk_zup.bvh"
+CMU = harness.MOCAP / "cmu_12_01_walk.bvh"
+cli = harness.module("cli")
+anim = harness.module("core.anim")
+
+
+def run(*args: str, env_user: pathlib.Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("BLENDER_USER_RESOURCES", None)
+    env["CONTACT_IK_EXTENSION"] = str(harness.built_zip())  # the same built zip the tests installed
+    env["CONTACT_IK_USER"] = str(env_user or (pathlib.Path(harness._user_dir) / "runner"))
+    return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def _clip_leg(clip: pathlib.Path, **axes: str) -> float:
+    """The clip's leg length, measured in Blender (clips come at any scale)."""
+    harness.reset_scene()
+    bpy.ops.import_anim.bvh(filepath=str(clip), **axes)
+    detect = harness.module("core.detect")
+    obj = bpy.context.active_object
+    found = detect.detect_limbs(detect.bones_from_armature(obj))
+    return max(sum(obj.data.bones[b].length for b in d.bones) for d in found if d.kind == "FOOT")
+
+
+def _noise_obj(path: pathlib.Path, leg: float) -> pathlib.Path:
+    harness.reset_scene()
+    terrain = scenes.noise(leg, amplitude=0.1, segments=120, size=30.0)
+    for o in bpy.context.scene.objects:
+        o.select_set(o is terrain)
+    # OBJ's own convention (Y up), which Blender's importer undoes on the way back in.
+    bpy.ops.wm.obj_export(filepath=str(path), export_selected_objects=True, export_materials=False)
+    return path
+
+
+def _sha(p: pathlib.Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_bake_a_bvh_on_a_mesh_file_writes_blend_bvh_fbx_and_report(tmp_path):
+    terrain = _noise_obj(tmp_path / "ground.obj", _clip_leg(ZUP, axis_up="Z", axis_forward="Y"))
+    before = _sha(ZUP)
+    proc = run("bake", str(ZUP), "--up-axis", "Z", "--forward-axis", "Y", "--terrain", str(terrain),
+               "--output", str(tmp_path / "out.blend"), "--export", str(tmp_path / "out.bvh"),
+               "--export", str(tmp_path / "out.fbx"), "--report", str(tmp_path / "report.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _sha(ZUP) == before
+    for name in ("out.blend", "out.bvh", "out.fbx"):
+        assert (tmp_path / name).stat().st_size > 1000, name
+    report = json.loads((tmp_path / "report.json").read_text())
+    clip = report["clips"][0]
+    assert clip["frames"] > 100 and clip["action"].endswith("[Contact IK]")
+    feet = [q for q in clip["quality"] if q["kind"] == "FOOT"]
+    assert len(feet) == 2 and len(clip["quality"]) == 4
+    for q in feet:
+        assert q["frames"] == clip["frames"]
+        assert q["penetration_max_rel"] <= 1e-3, q  # no sole below the terrain
+        assert q["bone_length_error"] < 1e-4
+    assert {"load_s", "bake_s", "measure_s", "total_s", "bake_ms_per_frame"} <= clip["timings"].keys()
+    # The output .blend plays the bake; its source action is kept.
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out.blend"))
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    assert arm.animation_data.action.name.endswith("[Contact IK]")
+    assert bpy.data.actions.get(clip["source_action"]) is not None
+    # The exported BVH reads back with as many frames as the input clip.
+    ranges = []
+    for path in (ZUP, tmp_path / "out.bvh"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.ops.import_anim.bvh(filepath=str(path), update_scene_duration=True)
+        ranges.append((bpy.context.scene.frame_start, bpy.context.scene.frame_end))
+    assert ranges[0] == ranges[1]
+
+
+def _walker_blend(path: pathlib.Path) -> pathlib.Path:
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def test_bake_a_blend_with_its_terrain_by_name_never_touches_the_input(tmp_path):
+    src = _walker_blend(tmp_path / "walk.blend")
+    before = _sha(src)
+    proc = run("bake", str(src), "--terrain", "Stairs", "--report", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "walk.contact_ik.blend"
+    assert out.exists() and _sha(src) == before
+    clip = json.loads((tmp_path / "r.json").read_text())["clips"][0]
+    assert clip["terrain"] == "Stairs" and clip["frames"] == 48
+    assert all(q["penetration_max_rel"] <= 1e-3 for q in clip["quality"] if q["kind"] == "FOOT")
+    # Writing over the input needs --overwrite.
+    proc = run("bake", str(src), "--output", str(src))
+    assert proc.returncode == 2 and "--overwrite" in proc.stderr
+    assert _sha(src) == before
+
+
+def _bad(args, match, tmp_path):
+    code = cli.execute(args)
+    return code
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Bad inputs of every kind, made in Blender."""
+    harness.reset_scene()
+    bpy.ops.mesh.primitive_cube_add()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "no_armature.blend"))
+    harness.reset_scene()
+    arm = bpy.data.objects.new("Stick", bpy.data.armatures.new("Stick"))
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    b = arm.data.edit_bones.new("Bone")
+    b.head, b.tail = (0, 0, 0), (0, 0, 1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "no_limbs.blend"))
+    _walker("flat")
+    me = bpy.data.meshes.new("Nothing")
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Empty Ground", me))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "walk.blend"))
+    (tmp_path / "broken.bvh").write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bake", "{t}/missing.bvh"], "does not exist"),
+        (["bake", "{t}/no_armature.blend"], "no armature"),
+        (["bake", "{t}/no_limbs.blend"], "no limbs detected"),
+        (["bake", "{t}/walk.blend", "--terrain", "Moon"], "no object named 'Moon'"),
+        (["bake", "{t}/walk.blend", "--terrain", "Empty Ground"], "empty mesh"),
+        (["bake", "{t}/walk.blend", "--terrain", "{t}/missing.obj"], "does not exist"),
+        (["bake", "{t}/broken.bvh"], "could not be imported"),
+        (["bake", "{t}/walk.blend", "--frame-start", "10", "--frame-end", "2"], "frame range"),
+        (["bake", "{t}/walk.txt"], "does not exist"),
+        (["bake", "{t}/walk.blend", "--output", "{t}/walk.blend"], "--overwrite"),
+    ],
+)
+def test_bad_input_gives_a_message_and_exit_code_2(files, capfd, args, message):
+    if args[1].endswith("walk.txt"):
+        (files / "walk.txt").write_text("not a clip")
+        message = "unsupported input type"
+    code = cli.execute([a.format(t=files) for a in args])
+    _out, err = capfd.readouterr()
+    assert code == 2, err
+    assert message in err, err
+
+
+def test_bad_input_exit_code_through_the_runner(tmp_path):
+    proc = run("bake", str(tmp_path / "missing.bvh"))
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr
+
+
+def test_batch_bakes_every_good_clip_and_lists_the_bad_one(tmp_path):
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in (CMU.name, ZUP.name):
+        (clips / name).symlink_to(harness.MOCAP / name)  # never copied: linked from ../shared
+    (clips / "corrupt.bvh").write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET nonsense\n")
+    out = tmp_path / "out"
+    proc = run("bake", str(clips), "--output-dir", str(out), "--report", str(tmp_path / "summary.json"), "--jobs", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert sorted(pathlib.Path(c["input"]).name for c in summary["clips"]) == sorted([CMU.name, ZUP.name])
+    assert [pathlib.Path(f["input"]).name for f in summary["failed"]] == ["corrupt.bvh"]
+    assert "could not be imported" in summary["failed"][0]["error"]
+    assert summary["jobs"] == 2
+    # --up-axis auto: the CMU clip is Y-up, the FAIR clip Z-up; both bake upright on the flat ground.
+    axes = {pathlib.Path(c["input"]).name: c["up_axis"] for c in summary["clips"]}
+    assert axes == {CMU.name: "Y", ZUP.name: "Z"}
+    for c in summary["clips"]:
+        assert all(q["penetration_max_rel"] <= 1e-3 for q in c["quality"] if q["kind"] == "FOOT")
+    for name in (CMU.stem, ZUP.stem):
+        assert (out / f"{name}.contact_ik.blend").exists()
+    assert "corrupt.bvh" in proc.stderr
