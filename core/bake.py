@@ -55,6 +55,7 @@ class RigBake:
     slot_identifier: Optional[str]
     results: list[RigResult] = field(default_factory=list)
     action: Optional[bpy.types.Action] = None
+    batch: Any = None  # a `batch.BatchRig` when the fast path covers this rig
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
 
 
@@ -117,7 +118,8 @@ def validate(obj: bpy.types.Object) -> None:
 class BakeJob:
     """A bake of `objs` over [start, end], run in steps (for progress and Esc) or all at once."""
 
-    def __init__(self, objs: list[bpy.types.Object], start: int, end: int, scene: Optional[bpy.types.Scene] = None):
+    def __init__(self, objs: list[bpy.types.Object], start: int, end: int, scene: Optional[bpy.types.Scene] = None,
+                 fast: bool = True):
         self.scene = scene or bpy.context.scene
         if end < start:
             raise BakeError(f"the frame range {start}..{end} is empty: set an end frame after the start frame")
@@ -152,6 +154,12 @@ class BakeJob:
             for c in r.channels:
                 if c.data_path not in keyed:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
+        from . import batch
+
+        for r in self.rigs:
+            if fast and batch.unsupported(r.obj) is None:
+                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames))
+        self._slow = any(r.batch is None for r in self.rigs)
         self.done = 0
 
     @property
@@ -163,9 +171,12 @@ class BakeJob:
         scene = self.scene
         for i in range(self.done, min(self.done + count, len(self.frames))):
             scene.frame_set(self.frames[i])
-            depsgraph = bpy.context.evaluated_depsgraph_get()
+            depsgraph = bpy.context.evaluated_depsgraph_get() if self._slow else None
             for rig in self.rigs:
-                self._bake_frame(rig, i, depsgraph)
+                if rig.batch is not None:
+                    rig.batch.read(i)
+                else:
+                    self._bake_frame(rig, i, depsgraph)
             self.done = i + 1
         return self.done >= len(self.frames)
 
@@ -197,6 +208,8 @@ class BakeJob:
             self.step(len(self.frames) - self.done)
         reports = []
         for rig in self.rigs:
+            if rig.batch is not None:
+                _fill_from_batch(rig)
             make_continuous(rig)
             rig.action = write_action(rig, self.frames)
             reports.append(BakeReport(rig.obj.name, rig.action.name, rig.source.name if rig.source else "",
@@ -209,6 +222,20 @@ class BakeJob:
         for name in self.was_live:
             live.live_rigs.add(name)
         self.scene.frame_set(self.saved_frame)
+
+
+def _fill_from_batch(rig: RigBake) -> None:
+    """The fast path's channel values, or the FK values where it wrote nothing."""
+    b = rig.batch
+    out = b.compute()
+    col = 0
+    fk = {"rotation_quaternion": b.quat, "rotation_euler": b.euler, "rotation_axis_angle": b.aa, "location": b.loc}
+    for c in rig.channels:
+        vals = out.get((c.bone, c.prop))
+        if vals is None:
+            vals = (fk[c.prop][:, b.slot[b.bone_index[c.bone]]], None)
+        rig.values[:, col:col + c.size] = vals[0]
+        col += c.size
 
 
 def make_continuous(rig: RigBake) -> None:

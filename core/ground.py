@@ -7,9 +7,9 @@ rebuilt only when one of them changes: its geometry, its modifiers' result or it
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from mathutils import Vector
@@ -34,9 +34,23 @@ class Hit:
 class Terrain:
     """A BVH tree over world-space triangles, with a down-ray query."""
 
-    def __init__(self, tree: BVHTree, triangle_count: int):
+    def __init__(self, tree: BVHTree, triangle_count: int, verts: Optional[np.ndarray] = None,
+                 tris: Optional[np.ndarray] = None):
         self.tree = tree
         self.triangle_count = triangle_count
+        self.verts = verts
+        self.tris = tris
+        self._down: dict[tuple[float, ...], Any] = {}
+
+    def down_rays(self, up: Sequence[float]) -> Any:
+        """The bulk down-ray caster (`heightfield.DownRays`) for this terrain and `up`, built once."""
+        from .heightfield import DownRays
+
+        key = tuple(round(float(c), 12) for c in up)
+        if key not in self._down:
+            assert self.verts is not None and self.tris is not None
+            self._down[key] = DownRays(self.verts, self.tris, np.asarray(key))
+        return self._down[key]
 
     def ray(self, origin: Vector, direction: Vector, distance: float) -> Optional[Hit]:
         location, normal, _index, _dist = self.tree.ray_cast(origin, direction, distance)
@@ -98,7 +112,7 @@ def build_terrain(objs: list[bpy.types.Object], depsgraph: bpy.types.Depsgraph) 
     verts = np.concatenate(all_verts)
     tris = np.concatenate(all_tris)
     tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
-    return Terrain(tree, len(tris))
+    return Terrain(tree, len(tris), verts, tris)
 
 
 class TerrainCache:

@@ -174,3 +174,42 @@ def test_bad_bake_input_says_how_to_fix_it():
     props.settings(obj).terrain = terrain
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     assert not bpy.ops.contact_ik.bake.poll()  # plays its bake: switch back first
+
+
+@pytest.mark.parametrize("kind", ["stairs", "noise", "slope"])
+def test_fast_bake_equals_the_frame_by_frame_bake(kind):
+    """The vectorised bake (all frames at once) against `plant_rig` frame by frame, with four limbs, a
+    keyed weight, soft IK, a pole object, and bones in Euler and axis-angle."""
+    obj, terrain, leg = _four_limb_walker(kind)
+    s = props.settings(obj)
+    s.softness = 0.1
+    s.limbs[2].weight = 0.3
+    obj.keyframe_insert("contact_ik.limbs[2].weight", frame=10)
+    s.limbs[2].weight = 1.0
+    obj.keyframe_insert("contact_ik.limbs[2].weight", frame=30)
+    pole = _empty("Knee pole", (0.3 * leg, -2 * leg, 0.5 * leg))
+    s.limbs[1].pole_mode, s.limbs[1].pole_object = "OBJECT", pole
+    for fc in list(_fcurves(obj)):
+        if '"thigh.L"' in fc.data_path:
+            _fcurves(obj).remove(fc)
+    obj.pose.bones["thigh.L"].rotation_mode = "ZXY"
+    obj.pose.bones["forearm.R"].rotation_mode = "AXIS_ANGLE"
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    slow = bake.BakeJob([obj], 1, 48, scene, fast=False)
+    assert slow.rigs[0].batch is None
+    slow.step(48)
+    fast = bake.BakeJob([obj], 1, 48, scene)
+    assert fast.rigs[0].batch is not None
+    fast.step(48)
+    bake._fill_from_batch(fast.rigs[0])
+    a, b = slow.rigs[0], fast.rigs[0]
+    assert [c.data_path for c in a.channels] == [c.data_path for c in b.channels]
+    col = 0
+    for c in a.channels:
+        va, vb = a.values[:, col:col + c.size], b.values[:, col:col + c.size]
+        tol = 1e-5 * leg if c.prop == "location" else 2e-5
+        assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
+        col += c.size
+    slow.cancel()
+    fast.cancel()

@@ -1,0 +1,599 @@
+"""The bake's fast path: `plant.plant_rig` for every frame at once, in numpy.
+
+During the sweep each frame costs one `frame_set` and a few `foreach_get` reads of the pose; the
+ground model and the solve then run vectorised over all frames: down-rays in bulk
+(`heightfield.DownRays`), the closed-form two-bone solve (`solvers.solve_two_bone_batch`), the
+write-back to local rotations and the FK/IK blend. It computes exactly what `plant_rig` computes
+frame by frame (the bake test compares them at 1e-5 x leg length); rigs it does not cover (chains of
+3+ bones, IK limits) are baked frame by frame instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+from mathutils import Euler, Quaternion, Vector
+
+from ..properties import settings
+from ..solvers.soft import soft_distance
+from ..solvers.two_bone import solve_two_bone_batch
+from . import rig
+from .plant import ALIGN_FADE, BODY_RADIUS, REACH_MARGIN, heel_local, limb_is_usable
+
+if TYPE_CHECKING:
+    import bpy
+
+    from .ground import Terrain
+
+
+def _anim_paths(obj: bpy.types.Object) -> list[str]:
+    ad = obj.animation_data
+    if ad is None:
+        return []
+    from . import anim
+
+    paths = [d.data_path for d in ad.drivers]
+    if ad.action is not None:
+        paths += [fc.data_path for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []]
+    if ad.nla_tracks:
+        paths.append("*")  # NLA strips may animate anything
+    return paths
+
+
+def _scale_animated(obj: bpy.types.Object) -> bool:
+    return any(p == "*" or p.endswith(".scale") for p in _anim_paths(obj))
+
+
+def _weights_animated(obj: bpy.types.Object) -> bool:
+    return any(p == "*" or p.startswith("contact_ik.") for p in _anim_paths(obj))
+
+
+def unsupported(obj: bpy.types.Object) -> Optional[str]:
+    """Why this rig needs the frame-by-frame bake, or None when the fast path covers it."""
+    s = settings(obj)
+    pbs = obj.pose.bones
+    for lb in s.limbs:
+        if not (lb.enabled and limb_is_usable(obj, lb)):
+            continue
+        names = [b.bone for b in lb.bones if b.bone]
+        if len(names) != 2 or not lb.end_bone:
+            return f"limb {lb.name!r} is not a two-bone chain with an end bone"
+        if any(rig.limits_of(pbs[n]) is not None for n in names + [lb.end_bone]):
+            return f"limb {lb.name!r} has IK limits"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ quaternions
+# Arrays of (..., 4) in Blender's (w, x, y, z) order.
+
+
+def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+
+
+def qconj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def qnormalize(q: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def qmat(q: np.ndarray) -> np.ndarray:
+    """3x3 rotation matrices of unit quaternions."""
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack((
+        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
+        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
+        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1)), -2)
+
+
+def mat_to_quat(m: np.ndarray) -> np.ndarray:
+    """Unit quaternions of the rotation part of (..., 3+, 3+) matrices (columns normalised first)."""
+    r = m[..., :3, :3]
+    r = r / np.linalg.norm(r, axis=-2, keepdims=True)
+    tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
+    out = np.empty(r.shape[:-2] + (4,))
+    c0 = tr > 0.0
+    s = np.sqrt(np.maximum(tr + 1.0, 1e-300)) * 2.0
+    out0 = np.stack((0.25 * s, (r[..., 2, 1] - r[..., 1, 2]) / s, (r[..., 0, 2] - r[..., 2, 0]) / s,
+                     (r[..., 1, 0] - r[..., 0, 1]) / s), -1)
+    c1 = ~c0 & (r[..., 0, 0] > r[..., 1, 1]) & (r[..., 0, 0] > r[..., 2, 2])
+    s1 = np.sqrt(np.maximum(1.0 + r[..., 0, 0] - r[..., 1, 1] - r[..., 2, 2], 1e-300)) * 2.0
+    out1 = np.stack(((r[..., 2, 1] - r[..., 1, 2]) / s1, 0.25 * s1, (r[..., 0, 1] + r[..., 1, 0]) / s1,
+                     (r[..., 0, 2] + r[..., 2, 0]) / s1), -1)
+    c2 = ~c0 & ~c1 & (r[..., 1, 1] > r[..., 2, 2])
+    s2 = np.sqrt(np.maximum(1.0 + r[..., 1, 1] - r[..., 0, 0] - r[..., 2, 2], 1e-300)) * 2.0
+    out2 = np.stack(((r[..., 0, 2] - r[..., 2, 0]) / s2, (r[..., 0, 1] + r[..., 1, 0]) / s2, 0.25 * s2,
+                     (r[..., 1, 2] + r[..., 2, 1]) / s2), -1)
+    s3 = np.sqrt(np.maximum(1.0 + r[..., 2, 2] - r[..., 0, 0] - r[..., 1, 1], 1e-300)) * 2.0
+    out3 = np.stack(((r[..., 1, 0] - r[..., 0, 1]) / s3, (r[..., 0, 2] + r[..., 2, 0]) / s3,
+                     (r[..., 1, 2] + r[..., 2, 1]) / s3, 0.25 * s3), -1)
+    out = np.where(c0[..., None], out0, np.where(c1[..., None], out1, np.where(c2[..., None], out2, out3)))
+    return qnormalize(out)
+
+
+def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The shortest-arc rotation taking direction `u` to direction `v` (identity for zero vectors)."""
+    un = np.linalg.norm(u, axis=-1, keepdims=True)
+    vn = np.linalg.norm(v, axis=-1, keepdims=True)
+    zero = ((un == 0.0) | (vn == 0.0))[..., 0]
+    a = u / np.where(un > 0.0, un, 1.0)
+    b = v / np.where(vn > 0.0, vn, 1.0)
+    w = 1.0 + np.einsum("...i,...i->...", a, b)
+    xyz = np.cross(a, b)
+    opposite = w < 1e-12
+    if np.any(opposite):  # half a turn about any axis across `a`
+        ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
+        xyz = np.where(opposite[..., None], ortho, xyz)
+        w = np.where(opposite, 0.0, w)
+    q = qnormalize(np.concatenate((w[..., None], xyz), -1))
+    return np.where(zero[..., None], np.array([1.0, 0.0, 0.0, 0.0]), q)
+
+
+def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Shortest-path spherical interpolation, per row (as mathutils' Quaternion.slerp)."""
+    cos = np.einsum("...i,...i->...", a, b)
+    b = np.where((cos < 0.0)[..., None], -b, b)
+    cos = np.abs(cos)
+    t = np.asarray(t, dtype=np.float64)
+    near = cos > 1.0 - 1e-4
+    omega = np.arccos(np.clip(cos, -1.0, 1.0))
+    so = np.where(near, 1.0, np.sin(omega))
+    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * omega) / so)
+    wb = np.where(near, t, np.sin(t * omega) / so)
+    return wa[..., None] * a + wb[..., None] * b
+
+
+def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
+    axes = {"X": 0, "Y": 1, "Z": 2}
+    q = np.zeros(e.shape[:-1] + (4,))
+    q[..., 0] = 1.0
+    for ch in order:  # Blender's 'XYZ' applies X first: q = qZ qY qX
+        k = axes[ch]
+        half = 0.5 * e[..., k]
+        r = np.zeros_like(q)
+        r[..., 0] = np.cos(half)
+        r[..., 1 + k] = np.sin(half)
+        q = qmul(r, q)
+    return q
+
+
+def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray) -> np.ndarray:
+    """`rig.rotation_of` over arrays of channel values."""
+    if mode == "QUATERNION":
+        return qnormalize(quat)
+    if mode == "AXIS_ANGLE":
+        axis = aa[..., 1:]
+        n = np.linalg.norm(axis, axis=-1, keepdims=True)
+        half = 0.5 * aa[..., :1]
+        q = np.concatenate((np.cos(half), np.sin(half) * axis / np.where(n > 0, n, 1.0)), -1)
+        return np.where(n > 0, q, np.array([1.0, 0.0, 0.0, 0.0]))
+    return euler_to_quat(euler, mode)
+
+
+def affine_inv(m: np.ndarray) -> np.ndarray:
+    """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
+    a = m[..., :3, :3]
+    c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
+    r0, r1, r2 = np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)
+    det = np.einsum("...i,...i->...", c0, r0)
+    det = np.where(det != 0.0, det, 1.0)[..., None]
+    inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = inv3
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def xform(m: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Affine matrices (..., 4, 4) applied to points (..., 3)."""
+    return np.einsum("...ij,...j->...i", m[..., :3, :3], p) + m[..., :3, 3]
+
+
+# ------------------------------------------------------------------------------------------ the rig
+
+
+@dataclass
+class _Limb:
+    index: int
+    name: str
+    kind: str
+    chain: tuple[int, int]  # pose-bone indices
+    end: int
+    toe: int  # -1 without
+    pole_bone: int
+    heel: np.ndarray  # heel point in the end bone's frame
+    toe_length: float
+    ray_length: float
+    align: bool
+    max_align: float
+    use_target_rotation: bool
+    pole_object: Any = None
+    target_object: Any = None
+    target_bone: str = ""
+    weights: Optional[np.ndarray] = None
+    targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
+    poles: Optional[np.ndarray] = None  # (N, 3)
+
+
+@dataclass
+class BatchRig:
+    """Everything `plant_rig` reads, for every frame of a bake, and the computation over all of them."""
+
+    obj: bpy.types.Object
+    terrain: Optional[Terrain]
+    frames: int
+    bone_index: dict[str, int] = field(default_factory=dict)
+    limbs: list[_Limb] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        obj, n = self.obj, self.frames
+        s = settings(obj)
+        pbs = obj.pose.bones
+        self.bone_index = {pb.name: i for i, pb in enumerate(pbs)}
+        self.count = len(pbs)
+        self.pelvis = self.bone_index.get(s.pelvis_bone, -1) if s.body_follow else -1
+        self.floor = s.floor_height
+        self.softness = s.softness
+        idx = self.bone_index
+        for i, lb in enumerate(s.limbs):
+            if not (lb.enabled and limb_is_usable(obj, lb)):
+                continue
+            names = [b.bone for b in lb.bones if b.bone]
+            toe = idx.get(lb.toe_bone, -1) if lb.toe_bone else -1
+            self.limbs.append(_Limb(
+                i, lb.name, lb.kind, (idx[names[0]], idx[names[1]]), idx[lb.end_bone], toe,
+                idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
+                np.array(heel_local(obj, lb.end_bone, lb.foot_offset)),
+                obj.data.bones[lb.toe_bone].length if toe >= 0 else 0.0,
+                lb.ray_length, lb.align_to_normal, lb.max_align_angle, lb.use_target_rotation,
+                pole_object=lb.pole_object if lb.pole_mode == "OBJECT" else None,
+                target_object=lb.target_object, target_bone=lb.target_bone,
+                weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
+                poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
+            ))
+        used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
+        self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
+        self.slot = {b: k for k, b in enumerate(self.used)}
+        k = len(self.used)
+        self.mw = np.empty((n, 4, 4))
+        self.matrix = np.empty((n, k, 4, 4))
+        self.quat = np.empty((n, k, 4))
+        self.euler = np.empty((n, k, 3))
+        self.aa = np.empty((n, k, 4))
+        self.loc = np.empty((n, k, 3))
+        self.scale = np.empty((n, k, 3))
+        self.modes = [pbs[int(b)].rotation_mode for b in self.used]
+        self.has_basis = self.pelvis >= 0
+        # Read per frame only what can change and is needed: matrices, the rotation channels of the
+        # modes in use, the pelvis location, and scales only when something animates them.
+        modes = set(self.modes)
+        reads = [("matrix", self.matrix, 16)]
+        if "QUATERNION" in modes:
+            reads.append(("rotation_quaternion", self.quat, 4))
+        if "AXIS_ANGLE" in modes:
+            reads.append(("rotation_axis_angle", self.aa, 4))
+        if modes - {"QUATERNION", "AXIS_ANGLE"}:
+            reads.append(("rotation_euler", self.euler, 3))
+        if self.pelvis >= 0:
+            reads.append(("location", self.loc, 3))
+        self.scale_animated = _scale_animated(obj)
+        if self.scale_animated:
+            reads.append(("scale", self.scale, 3))
+        self._reads = []
+        for name, dest, size in reads:
+            buf = np.empty(self.count * size, dtype=np.float32)
+            self._reads.append((name, buf, buf.reshape(self.count, size), dest))
+        self._static_done = False
+        self._settings = s
+        self._animated_weights = _weights_animated(obj)
+
+    # -- the sweep: one call per frame
+
+    def read(self, row: int) -> None:
+        obj = self.obj
+        pbs = obj.pose.bones
+        used = self.used
+        self.mw[row] = obj.matrix_world
+        for name, buf, view, dest in self._reads:
+            pbs.foreach_get(name, buf)
+            dest[row] = view[used].reshape(dest.shape[1:])
+        if not self._static_done:
+            # Values nothing animates: read once (scales, rotation channels of modes not read per frame).
+            for name, dest, size in (("scale", self.scale, 3), ("rotation_quaternion", self.quat, 4),
+                                     ("rotation_axis_angle", self.aa, 4), ("rotation_euler", self.euler, 3),
+                                     ("location", self.loc, 3)):
+                if any(r[0] == name for r in self._reads):
+                    continue
+                buf = np.empty(self.count * size, dtype=np.float32)
+                pbs.foreach_get(name, buf)
+                dest[:] = buf.reshape(self.count, size)[used]
+            self._static_done = True
+        limbs = self._settings.limbs
+        for lb in self.limbs:
+            assert lb.weights is not None
+            if self._animated_weights or row == 0:
+                lb.weights[row] = limbs[lb.index].weight
+            else:
+                lb.weights[row] = lb.weights[0]
+            if lb.targets is not None:
+                t = lb.target_object
+                m = t.matrix_world
+                if lb.target_bone and t.type == "ARMATURE" and t.pose and lb.target_bone in t.pose.bones:
+                    m = m @ t.pose.bones[lb.target_bone].matrix
+                lb.targets[row] = m
+            if lb.poles is not None:
+                lb.poles[row] = lb.pole_object.matrix_world.translation
+
+    # -- the computation
+
+    def compute(self, chunk: int = 1024) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        """Per driven bone and channel: (values (N, size), written (N,) bool). Frames are independent, so
+        they are computed in chunks: memory stays bounded however long the bake."""
+        parts = []
+        for start in range(0, self.frames, chunk):
+            parts.append(self._slice(slice(start, min(self.frames, start + chunk)))._compute())
+        if len(parts) == 1:
+            return parts[0]
+        return {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
+                for key in parts[0]}
+
+    def _slice(self, sl: slice) -> BatchRig:
+        part = copy.copy(self)
+        part.frames = sl.stop - sl.start
+        for name in ("mw", "matrix", "quat", "euler", "aa", "loc", "scale"):
+            setattr(part, name, getattr(self, name)[sl])
+        part.limbs = []
+        for lb in self.limbs:
+            c = copy.copy(lb)
+            c.weights = lb.weights[sl] if lb.weights is not None else None
+            c.targets = lb.targets[sl] if lb.targets is not None else None
+            c.poles = lb.poles[sl] if lb.poles is not None else None
+            part.limbs.append(c)
+        return part
+
+    def _compute(self) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        n = self.frames
+        mw = self.mw
+        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
+        base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor
+        world_scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
+        slot = self.slot
+        sinv = np.zeros(self.scale.shape[:2] + (4, 4))
+        safe = np.where((self.scale != 0.0) & np.isfinite(self.scale), self.scale, 1.0)
+        for axis in range(3):
+            sinv[..., axis, axis] = 1.0 / safe[..., axis]
+        sinv[..., 3, 3] = 1.0
+        arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
+        self.arm = arm
+        world = mw[:, None] @ arm  # (N, k, 4, 4)
+        frame = world if np.all(self.scale == 1.0) else world @ sinv  # `rig.bone_frame` of every used bone
+        rots = np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
+                         for j, m in enumerate(self.modes)], 1)
+
+        plans = []
+        for lb in self.limbs:
+            if lb.kind == "FOOT" and self.terrain is not None:
+                plans.append((lb, *self._plan_foot(lb, frame, world, up, base, world_scale)))
+        offset = np.zeros(n)
+        moved = np.zeros(n, dtype=bool)
+        if self.pelvis >= 0 and plans:
+            offset, moved = self._pelvis_offset(plans, world, up, base)
+        shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
+
+        out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        pbs = self.obj.pose.bones
+        if self.pelvis >= 0:
+            p = slot[self.pelvis]
+            basis = np.zeros((n, 4, 4))
+            basis[:, :3, :3] = qmat(rots[:, p]) * self.scale[:, p][:, None, :]
+            basis[:, :3, 3] = self.loc[:, p]
+            basis[:, 3, 3] = 1.0
+            parent = arm[:, p] @ affine_inv(basis)
+            arm_delta = np.einsum("nij,nj->ni", affine_inv(mw)[:, :3, :3], up * offset[:, None])
+            local = np.einsum("nij,nj->ni", affine_inv(parent)[:, :3, :3], arm_delta)
+            loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
+            out[(pbs[self.pelvis].name, "location")] = (loc, moved)
+
+        for lb, planned, target, rotation, _hip, _leg in plans:
+            self._solve(lb, frame, rots, shift, target, rotation, planned, out, soft=True)
+        for lb in self.limbs:
+            if lb.kind == "FOOT" or lb.targets is None:
+                continue
+            tq = mat_to_quat(lb.targets)
+            self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
+                        np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
+        return out
+
+    def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale):  # type: ignore[no-untyped-def]
+        s = self.slot
+        f0, f1 = frame[:, s[lb.chain[0]]], frame[:, s[lb.chain[1]]]
+        hip, knee = f0[:, :3, 3], f1[:, :3, 3]
+        ankle = world[:, s[lb.end], :3, 3]
+        leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
+        leg = np.maximum(leg, 1e-12)
+        reach = lb.ray_length * world_scale if lb.ray_length > 0.0 else leg
+        end_frame = frame[:, s[lb.end]]
+        soles = [xform(end_frame, lb.heel)]
+        if lb.toe >= 0:
+            soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
+        heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
+        clearance = np.maximum(0.0, heights.min(1))
+        under = self._cast(ankle, reach, up)
+        planned = under.hit
+        ground = under.height - np.einsum("ni,ni->n", base, up)
+        tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
+        if lb.align:
+            contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
+            normal = np.where(planned[:, None], under.normal, up)
+            full = q_between(up, normal)
+            angle = 2.0 * np.arccos(np.clip(np.abs(full[:, 0]), 0.0, 1.0))
+            allowed = np.minimum(angle, lb.max_align)
+            frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
+            tilt = qslerp(np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1)), full, frac)
+        target = ankle + up * np.where(planned, ground, 0.0)[:, None]
+        deficits = []
+        for p, h in zip(soles, heights.T):
+            m = target + qrot(tilt, p - ankle)
+            below = self._cast(m, reach, up)
+            bh = below.height - np.einsum("ni,ni->n", base, up)
+            deficits.append(np.where(below.hit, bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up), -np.inf))
+        best = np.max(np.stack(deficits, 1), 1)
+        target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
+        rotation = qmul(tilt, mat_to_quat(end_frame))
+        return planned, target, rotation, hip, leg
+
+    def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
+        """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""
+        assert self.terrain is not None
+        from .heightfield import DownHits
+
+        reach = np.broadcast_to(reach, (len(points),))
+        if np.all(up == up[0]):  # the usual case: the armature does not turn
+            return self.terrain.down_rays(up[0]).cast(points, reach)
+        uniq, inv = np.unique(np.round(up, 12), axis=0, return_inverse=True)
+        hit = np.zeros(len(points), dtype=bool)
+        height = np.full(len(points), np.nan)
+        normal = np.full((len(points), 3), np.nan)
+        for g, u in enumerate(uniq):
+            sel = np.flatnonzero(inv.ravel() == g)
+            r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
+            hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
+        return DownHits(hit, height, normal)
+
+    def _pelvis_offset(self, plans, world, up, base):  # type: ignore[no-untyped-def]
+        n = self.frames
+        any_plan = np.zeros(n, dtype=bool)
+        leg = np.zeros(n)
+        for _lb, planned, _t, _r, _hip, lg in plans:
+            any_plan |= planned
+            leg = np.where(planned, np.maximum(leg, lg), leg)
+        centre = world[:, self.slot[self.pelvis], :3, 3]
+        radius = BODY_RADIUS * leg
+        side = np.empty((n, 3))
+        if np.all(up == up[0]):
+            side[:] = Vector(up[0]).orthogonal().normalized()
+        else:
+            for i in range(n):
+                side[i] = Vector(up[i]).orthogonal().normalized()
+        fwd = np.cross(up, side)
+        samples = [centre]
+        for ring in (1, 2, 3):
+            r = radius * ring / 3.0
+            for k in range(12):
+                a = 2.0 * math.pi * (k + 0.5 * ring) / 12.0
+                samples.append(centre + (side * math.cos(a) + fwd * math.sin(a)) * r[:, None])
+        pts = np.stack(samples, 1)  # (N, 37, 3)
+        reach = 2.0 * leg + np.einsum("ni,ni->n", centre - base, up)
+        hits = self._cast(pts.reshape(-1, 3), np.repeat(reach, pts.shape[1]), np.repeat(up, pts.shape[1], axis=0))  # noqa: E501
+        h = (hits.height.reshape(n, -1) - np.einsum("ni,ni->n", base, up)[:, None])
+        got = hits.hit.reshape(n, -1)
+        count = got.sum(1)
+        offset = np.where(count > 0, np.where(got, h, 0.0).sum(1) / np.maximum(count, 1), 0.0)
+        for _lb, planned, target, _r, hip, lg in plans:
+            hp = hip + up * offset[:, None]
+            reach_l = REACH_MARGIN * lg
+            d = target - hp
+            dl = np.linalg.norm(d, axis=1)
+            b = np.einsum("ni,ni->n", d, up)
+            disc = b * b - (dl * dl - reach_l * reach_l)
+            x = np.where(disc >= 0.0, -b - np.sqrt(np.maximum(disc, 0.0)), -b)
+            offset = np.where(planned & (dl > reach_l) & (x > 0.0), offset - x, offset)
+        return np.where(any_plan, offset, 0.0), any_plan
+
+    def _solve(self, lb: _Limb, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
+               pole_shift: bool = True) -> None:
+        """`solvers.solve_limb` (two bones, no limits) over the frames where the limb is `active`."""
+        s = self.slot
+        n = self.frames
+        move = np.zeros((n, 4, 4))
+        move[:, :3, 3] = shift
+        f0 = frame[:, s[lb.chain[0]]] + move
+        f1 = frame[:, s[lb.chain[1]]] + move
+        end_frame = frame[:, s[lb.end]] + move
+        r0, r1, r_end = rots[:, s[lb.chain[0]]], rots[:, s[lb.chain[1]]], rots[:, s[lb.end]]
+        tip = end_frame[:, :3, 3]
+        hip, knee = f0[:, :3, 3], f1[:, :3, 3]
+        pole = None
+        if lb.poles is not None:
+            pole = lb.poles + (shift if pole_shift else 0.0)
+        elif lb.pole_bone >= 0:
+            pole = xform(self.mw, self.arm[:, s[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
+        assert lb.weights is not None
+        weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
+        chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
+        goal = target
+        if soft and self.softness > 0.0:
+            off = goal - hip
+            dist = np.linalg.norm(off, axis=1)
+            eased = np.array([soft_distance(float(d), float(c), self.softness) for d, c in zip(dist, chain)])
+            goal = np.where((dist > 0)[:, None], hip + off * (eased / np.where(dist > 0, dist, 1.0))[:, None], goal)
+        new_knee, new_tip, _case = solve_two_bone_batch(hip, knee, tip, goal, pole)
+        inv0, inv1 = affine_inv(f0), affine_inv(f1)
+        cl0 = xform(inv0, knee)
+        cl1 = xform(inv1, tip)
+        turn0 = q_between(cl0, xform(inv0, new_knee))
+        q0 = qnormalize(qmul(r0, turn0))
+        rot4 = np.zeros((n, 4, 4))
+        rot4[:, :3, :3] = qmat(turn0)
+        rot4[:, 3, 3] = 1.0
+        delta = f0 @ rot4 @ inv0
+        cur1 = delta @ f1
+        turn1 = q_between(cl1, xform(affine_inv(cur1), new_tip))
+        q1 = qnormalize(qmul(r1, turn1))
+        end_q = r_end
+        if target_rot is not None:
+            rot4b = np.zeros((n, 4, 4))
+            rot4b[:, :3, :3] = qmat(turn1)
+            rot4b[:, 3, 3] = 1.0
+            new_end = cur1 @ rot4b @ inv1 @ end_frame
+            turn = qmul(qconj(mat_to_quat(new_end)), qnormalize(target_rot))
+            end_q = qmul(r_end, turn)
+        blend = weight < 1.0
+        q0 = np.where(blend[:, None], qslerp(r0, q0, weight), q0)
+        q1 = np.where(blend[:, None], qslerp(r1, q1, weight), q1)
+        end_q = np.where(blend[:, None], qslerp(r_end, end_q, weight), end_q)
+        ok = active & (weight > 0.0) & np.isfinite(goal).all(1)
+        for b, q in ((lb.chain[0], q0), (lb.chain[1], q1), (lb.end, end_q)):
+            self._emit(b, q, ok, out)
+
+    def _emit(self, bone: int, q: np.ndarray, written: np.ndarray, out) -> None:  # type: ignore[no-untyped-def]
+        """Channel values in the bone's own rotation mode, continuous with the FK value it replaces."""
+        j = self.slot[bone]
+        mode = self.modes[j]
+        name = self.obj.pose.bones[bone].name
+        if mode == "QUATERNION":
+            fk = self.quat[:, j]
+            q = np.where((np.einsum("ni,ni->n", fk, q) < 0.0)[:, None], -q, q)
+            out[(name, "rotation_quaternion")] = (np.where(written[:, None], q, fk), written)
+        elif mode == "AXIS_ANGLE":
+            vals = self.aa[:, j].copy()
+            for i in np.flatnonzero(written):
+                axis, angle = Quaternion(q[i]).to_axis_angle()
+                vals[i] = (angle, axis[0], axis[1], axis[2])
+            out[(name, "rotation_axis_angle")] = (vals, written)
+        else:
+            vals = self.euler[:, j].copy()
+            for i in np.flatnonzero(written):
+                vals[i] = Quaternion(q[i]).to_euler(mode, Euler(self.euler[i, j]))
+            out[(name, "rotation_euler")] = (vals, written)
