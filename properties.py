@@ -22,7 +22,16 @@ def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Cont
     if not self.live_preview and isinstance(obj, bpy.types.Object) and obj.pose is not None:
         live.restore_for_edit(obj)  # give back the animation's values in the channels that still hold ours
     elif context.scene is not None:
-        live.refresh(context.scene)
+        # Solve the whole frame range at once (fast scrubbing); frame by frame if that is not possible.
+        if isinstance(obj, bpy.types.Object) and live.precompute(obj, context.scene) is None:
+            live.refresh(context.scene)
+
+
+def _settings_changed(self: bpy.types.PropertyGroup, context: bpy.types.Context) -> None:
+    """A setting the solution depends on changed: live preview's frame cache is stale."""
+    from .core import live
+
+    live.settings_changed(self.id_data)
 
 
 def _is_mesh(_self: bpy.types.PropertyGroup, obj: bpy.types.Object) -> bool:
@@ -32,15 +41,20 @@ def _is_mesh(_self: bpy.types.PropertyGroup, obj: bpy.types.Object) -> bool:
 class ContactIKBone(bpy.types.PropertyGroup):
     """One bone of a limb's chain, named root to tip."""
 
-    bone: StringProperty(name="Bone", description="Name of a bone of this limb's chain, root to tip")  # type: ignore[valid-type]
+    bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Bone", description="Name of a bone of this limb's chain, root to tip",
+    )
 
 
 class ContactIKLimb(bpy.types.PropertyGroup):
     """A foot, a hand or a generic chain that Contact IK solves."""
 
     name: StringProperty(name="Name", description="Label of this limb, e.g. 'Left Leg'")  # type: ignore[valid-type]
-    enabled: BoolProperty(name="Enabled", description="Solve this limb", default=True)  # type: ignore[valid-type]
+    enabled: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Enabled", description="Solve this limb", default=True,
+    )
     kind: EnumProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Kind",
         description="What this limb does: a foot lands on the terrain, a hand reaches its target",
         items=(
@@ -52,10 +66,14 @@ class ContactIKLimb(bpy.types.PropertyGroup):
     )
     bones: CollectionProperty(type=ContactIKBone, name="Bones", description="Chain bones, root to tip")  # type: ignore[valid-type]
     end_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="End Bone", description="The foot or hand bone at the chain's tip (its head is the tip)"
     )
-    toe_bone: StringProperty(name="Toe Bone", description="Optional toe bone: its tip is also kept above the terrain")  # type: ignore[valid-type]
+    toe_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Toe Bone", description="Optional toe bone: its tip is also kept above the terrain",
+    )
     weight: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Weight",
         description="Blend from the animation (0) to the IK solution (1); can be keyframed",
         default=1.0,
@@ -64,6 +82,7 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         subtype="FACTOR",
     )
     pole_mode: EnumProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Pole",
         description="What sets the direction the knee or elbow points",
         items=(
@@ -73,14 +92,24 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         ),
         default="AUTO",
     )
-    pole_object: PointerProperty(type=bpy.types.Object, name="Pole Object", description="Object the knee or elbow points toward")  # type: ignore[valid-type]
-    pole_bone: StringProperty(name="Pole Bone", description="Bone of this armature the knee or elbow points toward")  # type: ignore[valid-type]
-    target_object: PointerProperty(type=bpy.types.Object, name="Target", description="Object the hand reaches for")  # type: ignore[valid-type]
-    target_bone: StringProperty(name="Target Bone", description="Bone of the target armature the hand reaches for (optional)")  # type: ignore[valid-type]
+    pole_object: PointerProperty(  # type: ignore[valid-type]
+        update=_settings_changed, type=bpy.types.Object, name="Pole Object", description="Object the knee or elbow points toward",
+    )
+    pole_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Pole Bone", description="Bone of this armature the knee or elbow points toward",
+    )
+    target_object: PointerProperty(  # type: ignore[valid-type]
+        update=_settings_changed, type=bpy.types.Object, name="Target", description="Object the hand reaches for",
+    )
+    target_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Target Bone", description="Bone of the target armature the hand reaches for (optional)",
+    )
     use_target_rotation: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Match Target Rotation", description="Also turn the hand to the target's orientation", default=False
     )
     foot_offset: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Sole Height",
         description="Height of the ankle above the sole when standing; set from the rig when limbs are detected",
         default=0.0,
@@ -89,6 +118,7 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         unit="LENGTH",
     )
     ray_length: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Ray Length",
         description="How far above and below the foot the terrain is searched; set from the leg length when detected",
         default=0.0,
@@ -97,9 +127,11 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         unit="LENGTH",
     )
     align_to_normal: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Align to Ground", description="Turn the foot to the slope of the ground under it", default=True
     )
     max_align_angle: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Max Angle",
         description="Steepest ground slope the foot turns to follow",
         default=0.7853981633974483,
@@ -117,9 +149,11 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     """Contact IK settings of one armature."""
 
     terrain: PointerProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         type=bpy.types.Object, name="Terrain", description="Mesh the feet land on", poll=_is_mesh
     )
     terrain_collection: PointerProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         type=bpy.types.Collection, name="Terrain Collection", description="Meshes the feet land on (all meshes in it)"
     )
     live_preview: BoolProperty(  # type: ignore[valid-type]
@@ -129,6 +163,7 @@ class ContactIKSettings(bpy.types.PropertyGroup):
         update=_live_preview_changed,
     )
     floor_height: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Floor Height",
         description="Height of the animation's own floor along the armature's up axis, in the armature's units "
         "(detected from where the feet rest when Plant Feet runs)",
@@ -139,9 +174,11 @@ class ContactIKSettings(bpy.types.PropertyGroup):
         name="Detect Floor", description="Detect the animation's floor from the feet when Plant Feet runs", default=True
     )
     pelvis_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Pelvis", description="The bone moved up and down so the body follows the terrain (the hips or root)"
     )
     body_follow: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Body Follows Ground",
         description="Raise and lower the pelvis with the terrain under the body, and lower it where a leg cannot reach",
         default=True,
@@ -149,6 +186,7 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     limbs: CollectionProperty(type=ContactIKLimb, name="Limbs")  # type: ignore[valid-type]
     active_limb: IntProperty(name="Active Limb", default=0, min=0)  # type: ignore[valid-type]
     softness: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
         name="Soft IK",
         description="Fraction of the leg length over which reach eases in near full extension (0 = off)",
         default=0.0,

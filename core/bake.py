@@ -287,9 +287,12 @@ def write_action(rig: RigBake, frames: list[int]) -> bpy.types.Action:
             co = np.concatenate((keep, np.column_stack((f, rig.values[:, col + k]))))
             co = co[np.argsort(co[:, 0], kind="stable")]
             if len(kp):
-                owner.fcurves.remove(fc)
-                fc = anim.ensure_fcurve(owner, c.data_path, k, c.bone)
-                kp = fc.keyframe_points
+                if hasattr(kp, "clear"):
+                    kp.clear()
+                else:  # before keyframe_points.clear() existed
+                    owner.fcurves.remove(fc)
+                    fc = anim.ensure_fcurve(owner, c.data_path, k, c.bone)
+                    kp = fc.keyframe_points
             kp.add(len(co))
             kp.foreach_set("co", co.ravel())
             kp.foreach_set("interpolation", np.full(len(co), _LINEAR, dtype=np.int32))

@@ -44,6 +44,12 @@ def _anim_paths(obj: bpy.types.Object) -> list[str]:
     return paths
 
 
+def _static(obj: Any) -> bool:
+    """True for an object whose transform nothing changes over time (no animation, parent, constraint)."""
+    return (obj is not None and obj.animation_data is None and obj.parent is None and not obj.constraints
+            and obj.type != "ARMATURE")
+
+
 def _scale_animated(obj: bpy.types.Object) -> bool:
     return any(p == "*" or p.endswith(".scale") for p in _anim_paths(obj))
 
@@ -231,6 +237,8 @@ class _Limb:
     pole_object: Any = None
     target_object: Any = None
     target_bone: str = ""
+    static_target: bool = False  # not animated, parented or constrained: read once
+    static_pole: bool = False
     weights: Optional[np.ndarray] = None
     targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
     poles: Optional[np.ndarray] = None  # (N, 3)
@@ -272,6 +280,9 @@ class BatchRig:
                 weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
             ))
+        for lb in self.limbs:
+            lb.static_target = _static(lb.target_object) and not lb.target_bone
+            lb.static_pole = _static(lb.pole_object)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
         self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
         self.slot = {b: k for k, b in enumerate(self.used)}
@@ -295,8 +306,6 @@ class BatchRig:
             reads.append(("rotation_axis_angle", self.aa, 4))
         if modes - {"QUATERNION", "AXIS_ANGLE"}:
             reads.append(("rotation_euler", self.euler, 3))
-        if self.pelvis >= 0:
-            reads.append(("location", self.loc, 3))
         self.scale_animated = _scale_animated(obj)
         if self.scale_animated:
             reads.append(("scale", self.scale, 3))
@@ -318,6 +327,8 @@ class BatchRig:
         for name, buf, view, dest in self._reads:
             pbs.foreach_get(name, buf)
             dest[row] = view[used].reshape(dest.shape[1:])
+        if self.pelvis >= 0:
+            self.loc[row, self.slot[self.pelvis]] = pbs[self.pelvis].location
         if not self._static_done:
             # Values nothing animates: read once (scales, rotation channels of modes not read per frame).
             for name, dest, size in (("scale", self.scale, 3), ("rotation_quaternion", self.quat, 4),
@@ -336,14 +347,16 @@ class BatchRig:
                 lb.weights[row] = limbs[lb.index].weight
             else:
                 lb.weights[row] = lb.weights[0]
-            if lb.targets is not None:
+            if lb.targets is not None and (row == 0 or not lb.static_target):
                 t = lb.target_object
                 m = t.matrix_world
                 if lb.target_bone and t.type == "ARMATURE" and t.pose and lb.target_bone in t.pose.bones:
                     m = m @ t.pose.bones[lb.target_bone].matrix
                 lb.targets[row] = m
+            elif lb.targets is not None:
+                lb.targets[row] = lb.targets[0]
             if lb.poles is not None:
-                lb.poles[row] = lb.pole_object.matrix_world.translation
+                lb.poles[row] = lb.pole_object.matrix_world.translation if (row == 0 or not lb.static_pole) else lb.poles[0]
 
     # -- the computation
 
@@ -570,9 +583,10 @@ class BatchRig:
             turn = qmul(qconj(mat_to_quat(new_end)), qnormalize(target_rot))
             end_q = qmul(r_end, turn)
         blend = weight < 1.0
-        q0 = np.where(blend[:, None], qslerp(r0, q0, weight), q0)
-        q1 = np.where(blend[:, None], qslerp(r1, q1, weight), q1)
-        end_q = np.where(blend[:, None], qslerp(r_end, end_q, weight), end_q)
+        if blend.any():
+            q0 = np.where(blend[:, None], qslerp(r0, q0, weight), q0)
+            q1 = np.where(blend[:, None], qslerp(r1, q1, weight), q1)
+            end_q = np.where(blend[:, None], qslerp(r_end, end_q, weight), end_q)
         ok = active & (weight > 0.0) & np.isfinite(goal).all(1)
         for b, q in ((lb.chain[0], q0), (lb.chain[1], q1), (lb.end, end_q)):
             self._emit(b, q, ok, out)

@@ -19,10 +19,12 @@ class Caches:
     def __init__(self) -> None:
         self.terrain = TerrainCache()
         self.rigs: dict[str, Any] = {}
+        self.frames: dict[str, Any] = {}  # live preview's per-rig frame caches (`live.FrameCache`)
 
     def reset(self) -> None:
         self.terrain.reset()
         self.rigs.clear()
+        self.frames.clear()
 
 
 caches = Caches()
@@ -47,20 +49,31 @@ def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) 
 
 @bpy.app.handlers.persistent
 def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
+    from . import live
+
+    if live.writing:
+        return  # Contact IK's own writes
     watched = caches.terrain.names()
-    if not watched:
+    if not watched and not caches.frames:
         return
     changed = set()
+    edited = False
     for update in depsgraph.updates:
         idb = update.id
         if isinstance(idb, bpy.types.Object) and (update.is_updated_geometry or update.is_updated_transform):
+            edited = True
             name = getattr(idb, "original", idb).name
             if name in watched:
                 changed.add(name)
         elif isinstance(idb, bpy.types.Mesh):
+            edited = True
             changed.update(o.name for o in bpy.data.objects if o.data is getattr(idb, "original", idb) and o.name in watched)
+        elif isinstance(idb, (bpy.types.Action, bpy.types.Armature, bpy.types.Collection)):
+            edited = True
     if changed:
         caches.terrain.invalidate(changed)
+    if edited:
+        live.invalidate_frames()
 
 
 _handlers = (

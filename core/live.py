@@ -3,15 +3,21 @@
 Idempotent: channels the animation does not key keep what we wrote on the previous frame (Blender
 does not reset them), so before solving we put back the animation's own values of every channel we
 wrote whose value is still ours. The pose at a frame is then the same however the frame was reached.
+
+Fast: when live preview turns on, the whole frame range is solved at once by the bake's vectorised
+path (`batch.py`) into a per-frame cache, and a frame change then only writes the cached channel
+values. Any edit (keys, pose, settings, terrain, targets) drops the cache; frames are then solved one
+by one (`plant_rig`) until it is rebuilt (after a short pause in the UI, or by `precompute`).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import bpy
+import numpy as np
 
 from ..properties import settings
 from .ground import TerrainError, terrain_objects
@@ -23,23 +29,39 @@ log = logging.getLogger(__name__)
 # Names of armature objects with live preview on (kept in step by the property's update and load_post).
 live_rigs: set[str] = set()
 
-Channels = tuple[tuple[float, ...], ...]
+Key = tuple[str, str]  # (bone, channel property)
+PROPS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+# True while Contact IK itself writes and re-evaluates: its own updates must not drop the cache.
+writing = False
+# Solve whole frame ranges at once for fast scrubbing (tests switch it off to check the frame-by-frame path).
+USE_FRAME_CACHE = True
 
 
 @dataclass
 class RigMemory:
-    """For each bone we wrote: the animation's values (fk) and the values we wrote (ours)."""
+    """For each channel we wrote: the animation's values (fk) and the values we wrote (ours)."""
 
-    fk: dict[str, Channels] = field(default_factory=dict)
-    ours: dict[str, Channels] = field(default_factory=dict)
-
-
-def _channels(pb: bpy.types.PoseBone) -> Channels:
-    return (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler), tuple(pb.rotation_axis_angle))
+    fk: dict[Key, tuple[float, ...]] = field(default_factory=dict)
+    ours: dict[Key, tuple[float, ...]] = field(default_factory=dict)
 
 
-def _set_channels(pb: bpy.types.PoseBone, ch: Channels) -> None:
-    pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = ch  # type: ignore[assignment]
+@dataclass
+class FrameCache:
+    """Solved channel values for every frame of [start, end], and the animation's values under them."""
+
+    start: int
+    end: int
+    values: dict[Key, np.ndarray]  # (frames, size) float32, what live preview writes
+    fk: dict[Key, np.ndarray]
+
+
+def _channels(pb: bpy.types.PoseBone) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(getattr(pb, p)) for p in PROPS)
+
+
+def _set_channels(pb: bpy.types.PoseBone, ch: tuple[tuple[float, ...], ...]) -> None:
+    for p, v in zip(PROPS, ch):
+        setattr(pb, p, v)
 
 
 def _sync_from_evaluated(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
@@ -70,59 +92,201 @@ def restore_animation_values(obj: bpy.types.Object) -> bool:
         return False
     changed = False
     bones = obj.pose.bones
-    for name, ours in memory.ours.items():
+    for (name, prop), ours in memory.ours.items():
         pb = bones.get(name)
         if pb is None:
             continue
-        current = _channels(pb)
+        current = tuple(getattr(pb, prop))
         if current == ours:
-            _set_channels(pb, memory.fk[name])
+            setattr(pb, prop, memory.fk[(name, prop)])
             changed = True
         else:
-            memory.fk[name] = current  # the animation (or the user) set a new value
+            memory.fk[(name, prop)] = current  # the animation (or the user) set a new value
     return changed
+
+
+def _memory(obj: bpy.types.Object) -> RigMemory:
+    memory = caches.rigs.get(obj.name)
+    if not isinstance(memory, RigMemory):
+        memory = caches.rigs[obj.name] = RigMemory()
+    return memory
 
 
 def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> RigResult:
     """Plant `obj` for its pose evaluated in `depsgraph`, remembering what was there and what we wrote."""
     s = settings(obj)
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
-    memory = caches.rigs.get(obj.name)
-    if not isinstance(memory, RigMemory):
-        memory = caches.rigs[obj.name] = RigMemory()
+    memory = _memory(obj)
     bones = obj.pose.bones
     before = {pb.name: _channels(pb) for pb in bones}
     result = plant_rig(obj, s, terrain, depsgraph)
     for name in set(result.written):
-        memory.fk[name] = before[name]
-        memory.ours[name] = _channels(bones[name])
+        after = _channels(bones[name])
+        for prop, old, new in zip(PROPS, before[name], after):
+            if old != new:
+                memory.fk[(name, prop)] = old
+                memory.ours[(name, prop)] = new
     return result
+
+
+def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
+    """Write the cached solution of `frame` (in the cache's range) and remember it like a solve."""
+    i = frame - cache.start
+    memory = _memory(obj)
+    bones = obj.pose.bones
+    for key, arr in cache.values.items():
+        vals = tuple(arr[i].tolist())
+        setattr(bones[key[0]], key[1], vals)
+        memory.ours[key] = vals
+        memory.fk[key] = tuple(cache.fk[key][i].tolist())
 
 
 def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> dict[str, RigResult]:
     """Plant every live rig of `scene` for its current frame, evaluated in `depsgraph` (the one being
     updated: the viewport's, or a render's during F12), which is then updated with the result.
     Errors switch that rig's preview off."""
+    global writing
     rigs = [obj for obj in scene.objects if obj.name in live_rigs and obj.type == "ARMATURE" and not plays_baked(obj)]
     if not rigs:
         return {}
-    if depsgraph is None:
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-    if depsgraph.mode == "RENDER":
-        # A render's depsgraph evaluates the animation into its own copies only: bring the frame's
-        # animated values into the original bones first, or a re-evaluation would copy stale ones back.
+    frame = scene.frame_current
+    was_writing, writing = writing, True
+    try:
+        if depsgraph is None:  # called by an operator: what it changed is evaluated here, as ours
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+        if depsgraph.mode == "RENDER":
+            # A render's depsgraph evaluates the animation into its own copies only: bring the frame's
+            # animated values into the original bones first, or a re-evaluation would copy stale ones back.
+            for obj in rigs:
+                _sync_from_evaluated(obj, depsgraph)
+        results: dict[str, RigResult] = {}
+        slow = []
         for obj in rigs:
-            _sync_from_evaluated(obj, depsgraph)
-    if any([restore_animation_values(obj) for obj in rigs]):
+            cache = caches.frames.get(obj.name)
+            if isinstance(cache, FrameCache) and cache.start <= frame <= cache.end:
+                try:
+                    write_cached(obj, cache, frame)
+                    results[obj.name] = RigResult(written=sorted({k[0] for k in cache.values}))
+                except Exception as exc:  # a bone renamed or removed since: solve frame by frame
+                    log.debug("cached preview failed", exc_info=True)
+                    caches.frames.pop(obj.name, None)
+                    del exc
+                    slow.append(obj)
+            else:
+                slow.append(obj)
+        if slow:
+            if any([restore_animation_values(obj) for obj in slow]):
+                depsgraph.update()
+            for obj in slow:
+                try:
+                    results[obj.name] = solve_and_remember(obj, depsgraph)
+                except Exception as exc:  # never raise into Blender: report once and stop this rig's preview
+                    _disable(obj, exc)
         depsgraph.update()
-    results = {}
-    for obj in rigs:
-        try:
-            results[obj.name] = solve_and_remember(obj, depsgraph)
-        except Exception as exc:  # never raise into Blender: report once and stop this rig's preview
-            _disable(obj, exc)
-    depsgraph.update()
+    finally:
+        writing = was_writing
     return results
+
+
+def precompute(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[FrameCache]:
+    """Solve the scene's frame range for `obj` in one vectorised pass into its frame cache; None (and
+    frame-by-frame preview) when the fast path does not cover the rig or it cannot be planted."""
+    from . import batch
+
+    caches.frames.pop(obj.name, None)
+    if not USE_FRAME_CACHE or obj.name not in live_rigs or plays_baked(obj) or batch.unsupported(obj) is not None:
+        return None
+    s = settings(obj)
+    objs = terrain_objects(s)
+    try:
+        terrain = caches.terrain.get(objs, bpy.context.evaluated_depsgraph_get()) if objs else None
+    except TerrainError:
+        return None
+    if terrain is None and any(lb.kind == "FOOT" and lb.enabled for lb in s.limbs):
+        return None
+    if scene.use_preview_range:
+        start, end = scene.frame_preview_start, scene.frame_preview_end
+    else:
+        start, end = scene.frame_start, scene.frame_end
+    if end < start:
+        return None
+    saved_frame, saved_live = scene.frame_current, set(live_rigs)
+    global writing
+    live_rigs.clear()  # nothing is planted while the range is swept
+    was_writing, writing = writing, True  # and what the sweep stirs up is ours, not an edit
+    try:
+        try:
+            restore_for_edit(obj)
+            rig = batch.BatchRig(obj, terrain, end - start + 1)
+            for i, f in enumerate(range(start, end + 1)):
+                scene.frame_set(f)
+                rig.read(i)
+            out = rig.compute()
+        finally:
+            live_rigs.update(saved_live)
+        return _store(obj, scene, rig, out, start, end, saved_frame)
+    finally:
+        writing = was_writing
+
+
+def _store(obj: bpy.types.Object, scene: bpy.types.Scene, rig: Any, out: dict, start: int, end: int,
+           saved_frame: int) -> FrameCache:
+    from . import bake
+
+    values, fk = {}, {}
+    fk_arrays = {"rotation_quaternion": rig.quat, "rotation_euler": rig.euler, "rotation_axis_angle": rig.aa,
+                 "location": rig.loc}
+    for c in bake.driven_channels(obj):
+        key = (c.bone, c.prop)
+        base = fk_arrays[c.prop][:, rig.slot[rig.bone_index[c.bone]]]
+        values[key] = np.ascontiguousarray(out[key][0] if key in out else base, dtype=np.float32)
+        fk[key] = np.ascontiguousarray(base, dtype=np.float32)
+    cache = FrameCache(start, end, values, fk)
+    caches.frames[obj.name] = cache
+    scene.frame_set(saved_frame)  # with the cache in place: the current frame is planted from it
+    if bpy.context.view_layer is not None:
+        bpy.context.view_layer.update()
+    return cache
+
+
+def invalidate_frames() -> None:
+    """Drop every rig's frame cache (something they depend on changed); rebuild it in a moment."""
+    if not caches.frames:
+        return
+    caches.frames.clear()
+    if not bpy.app.background and not bpy.app.timers.is_registered(_rebuild):
+        bpy.app.timers.register(_rebuild, first_interval=0.5)
+
+
+def settings_changed(obj: Any) -> None:
+    """A Contact IK setting of `obj` changed: drop the frame caches; in the UI, show the change now."""
+    if writing or not (caches.frames or obj.name in live_rigs):
+        return
+    invalidate_frames()
+    if not bpy.app.background and obj.name in live_rigs and not bpy.app.timers.is_registered(_refresh_now):
+        bpy.app.timers.register(_refresh_now, first_interval=0.0)
+
+
+def _refresh_now() -> None:
+    try:
+        if bpy.context.scene is not None:
+            refresh(bpy.context.scene)
+    except Exception as exc:  # a timer never raises into Blender
+        print(f"Contact IK: live preview not refreshed: {type(exc).__name__}: {exc}")
+
+
+def _rebuild() -> Optional[float]:
+    """Timer: rebuild the frame caches of live rigs once edits have settled."""
+    try:
+        if bpy.context.screen is not None and getattr(bpy.context.screen, "is_animation_playing", False):
+            return 0.5  # not in the middle of playback
+        scene = bpy.context.scene
+        for obj in [o for o in scene.objects if o.name in live_rigs]:
+            if obj.name not in caches.frames:
+                precompute(obj, scene)
+    except Exception as exc:  # a timer never raises into Blender
+        print(f"Contact IK: live preview cache not rebuilt: {type(exc).__name__}: {exc}")
+    return None
 
 
 def _disable(obj: bpy.types.Object, exc: Exception) -> None:
@@ -152,4 +316,5 @@ def restore_for_edit(obj: bpy.types.Object) -> None:
 
 
 def forget(obj_name: str) -> Any:
+    caches.frames.pop(obj_name, None)
     return caches.rigs.pop(obj_name, None)

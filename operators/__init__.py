@@ -157,6 +157,7 @@ class CONTACT_IK_OT_limb_remove(bpy.types.Operator):
         s = settings(obj)
         name = s.limbs[s.active_limb].name
         live.restore_for_edit(obj)
+        live.invalidate_frames()
         s.limbs.remove(s.active_limb)
         s.active_limb = max(0, min(s.active_limb, len(s.limbs) - 1))
         live.refresh(context.scene)
@@ -190,6 +191,7 @@ class CONTACT_IK_OT_limb_bone(bpy.types.Operator):
         obj = context.active_object
         s = settings(obj)
         limb = s.limbs[s.active_limb]
+        live.invalidate_frames()
         if self.action == "ADD":
             limb.bones.add()
         elif len(limb.bones) <= 1:
@@ -330,7 +332,9 @@ class CONTACT_IK_OT_use_source_action(bpy.types.Operator):
 
         obj = context.active_object
         source = bake.use_source(obj)
-        live.refresh(context.scene)
+        live.invalidate_frames()
+        if live.precompute(obj, context.scene) is None:
+            live.refresh(context.scene)
         self.report({"INFO"}, f"{obj.name!r} plays {source.name!r} again")  # type: ignore[union-attr]
         return {"FINISHED"}
 

@@ -13,6 +13,15 @@ from mathutils.bvhtree import BVHTree
 
 setup = harness.module("core.setup")
 props = harness.module("properties")
+live = harness.module("core.live")
+
+
+@pytest.fixture
+def frame_by_frame():
+    """Live preview without its frame cache: every frame solved on its own by `plant_rig`."""
+    live.USE_FRAME_CACHE = False
+    yield
+    live.USE_FRAME_CACHE = True
 
 LEG_LIMBS = [
     SimpleNamespace(name="Left Leg", kind="FOOT", bones=("thigh.L", "shin.L"), end_bone="foot.L", toe_bone="toe.L"),
@@ -65,6 +74,15 @@ def _plant(obj, terrain):
      ("stairs", 100, 1), ("noise", 100, 1), ("slope", 1, 0.01), ("stairs", 1, 40)],
 )
 def test_planted_soles_rest_on_every_terrain_and_none_goes_below(kind, applied_scale, object_scale):
+    _planted_soles(kind, applied_scale, object_scale)
+
+
+@pytest.mark.parametrize("kind", ["stairs", "slope"])
+def test_planted_soles_frame_by_frame(kind, frame_by_frame):
+    _planted_soles(kind, 1, 1)
+
+
+def _planted_soles(kind, applied_scale, object_scale):
     obj, terrain, leg = _walker(kind, applied_scale, object_scale)
     scene = bpy.context.scene
     s = props.settings(obj)
@@ -118,8 +136,17 @@ def _close(a, b, tol):
     return all(abs(x - y) <= tol for pa, pb in zip(a, b) for x, y in zip(pa, pb))
 
 
+@pytest.mark.parametrize("cached", [True, False])
 @pytest.mark.parametrize("keyed", [True, False])
-def test_live_preview_is_idempotent_in_any_frame_order(keyed):
+def test_live_preview_is_idempotent_in_any_frame_order(keyed, cached):
+    live.USE_FRAME_CACHE = cached
+    try:
+        _idempotence(keyed)
+    finally:
+        live.USE_FRAME_CACHE = True
+
+
+def _idempotence(keyed):
     obj, terrain, leg = _walker("noise")
     scene = bpy.context.scene
     if not keyed:
@@ -142,6 +169,24 @@ def test_live_preview_is_idempotent_in_any_frame_order(keyed):
         scene.frame_set(f)
         scene.frame_set(f)
         assert _close(_pose_snapshot(obj), forward[f], 1e-6 * leg), f"frame {f} differs when set twice"
+
+
+@pytest.mark.parametrize("kind", ["stairs", "noise"])
+def test_frame_by_frame_preview_equals_the_cached_one(kind, frame_by_frame):
+    """The per-frame solve (`plant_rig`) and the whole-range solve (`batch`) give the same pose."""
+    obj, terrain, leg = _walker(kind)
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    assert obj.name not in live.caches.frames
+    slow = {}
+    for f in range(1, 49):
+        scene.frame_set(f)
+        slow[f] = _pose_snapshot(obj)
+    live.USE_FRAME_CACHE = True
+    assert live.precompute(obj, scene) is not None
+    for f in range(1, 49):
+        scene.frame_set(f)
+        assert _close(_pose_snapshot(obj), slow[f], 1e-5 * leg), f
 
 
 def test_plant_feet_without_terrain_says_how_to_fix_it():

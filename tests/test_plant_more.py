@@ -12,7 +12,7 @@ import harness
 import numpy as np
 import pytest
 import scenes
-from mathutils import Euler, Vector
+from mathutils import Euler, Quaternion, Vector
 from test_plant_feet import _plant, _sole_points, _walker
 
 setup = harness.module("core.setup")
@@ -335,3 +335,39 @@ def test_render_with_live_preview_shows_planted_feet(tmp_path: pathlib.Path):
         assert np.abs(planted[f] - unplanted[f]).max() > 0.2, f"frame {f}: the render shows no IK"
     # The animation render's frame 6 is the viewport's planted frame 6.
     assert np.abs(planted[6] - still).max() < 1e-3
+
+
+def test_edits_drop_the_frame_cache_and_the_preview_follows_them():
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    caches = handlers.caches
+    assert obj.name in caches.frames  # Plant Feet solved the whole range at once
+    s = props.settings(obj)
+    # A setting: the cache goes, and the next frame shows the change.
+    scene.frame_set(12)
+    before = obj.pose.bones["spine"].matrix.copy()
+    s.body_follow = False
+    assert obj.name not in caches.frames
+    scene.frame_set(12)
+    assert obj.pose.bones["spine"].matrix != before
+    # Rebuilt (the UI does it after a pause), then a key edited as an animator does it.
+    assert live.precompute(obj, scene) is not None
+    scene.frame_set(10)
+    pb = obj.pose.bones["shin.L"]
+    pb.rotation_quaternion = Quaternion((1, 0, 0), 0.4) @ pb.rotation_quaternion
+    pb.keyframe_insert("rotation_quaternion", frame=10)
+    bpy.context.view_layer.update()
+    assert obj.name not in caches.frames
+    scene.frame_set(11)
+    scene.frame_set(10)
+    slow = [m.copy() for m in (b.matrix for b in obj.pose.bones)]
+    assert live.precompute(obj, scene) is not None
+    scene.frame_set(11)
+    scene.frame_set(10)
+    fast = [b.matrix for b in obj.pose.bones]
+    assert max(abs(a - b) for ma, mb in zip(slow, fast) for ra, rb in zip(ma, mb) for a, b in zip(ra, rb)) < 1e-5 * leg
+    # The terrain moved: dropped as well.
+    terrain.location.z += 0.05 * leg
+    bpy.context.view_layer.update()
+    assert obj.name not in caches.frames
