@@ -84,12 +84,19 @@ def split_side(name: str) -> tuple[Optional[str], str]:
     return side, key
 
 
+TOE_KEYS = ("toe", "toes", "toebase", "ball", "toe0", "toe1", "toe01")
+
+
+def _is_toe(key: str) -> bool:
+    return key in TOE_KEYS or key.startswith("toe")
+
+
 def detect_limbs(bones: Sequence[BoneInfo]) -> list[DetectedLimb]:
     """Left and right legs and arms found by name (parent-child lines only), then by hierarchy."""
-    parent = {b.name: b.parent for b in bones}
     index: dict[tuple[str, str], list[str]] = {}
+    sides: dict[str, tuple[Optional[str], str]] = {}
     for b in bones:
-        side, key = split_side(b.name)
+        side, key = sides[b.name] = split_side(b.name)
         if side:
             index.setdefault((side, key), []).append(b.name)
     children: dict[str, list[str]] = {}
@@ -97,58 +104,93 @@ def detect_limbs(bones: Sequence[BoneInfo]) -> list[DetectedLimb]:
         if b.parent:
             children.setdefault(b.parent, []).append(b.name)
     found: dict[tuple[str, str], DetectedLimb] = {}
-    for conv, kind, upper, lower, end, toe in _CONVENTIONS:
+    for conv, kind, upper, lower, end, _toe in _CONVENTIONS:
         for side in ("L", "R"):
             if (kind, side) in found:
                 continue
             for u in index.get((side, upper), []):
-                lows = [c for c in children.get(u, []) if split_side(c) == (side, lower)]
+                lows = [c for c in children.get(u, []) if sides[c] == (side, lower)]
                 for lo in lows:
-                    ends = [c for c in children.get(lo, []) if split_side(c) == (side, end)]
+                    ends = [c for c in children.get(lo, []) if sides[c] == (side, end)]
                     if not ends:
                         continue
                     e = ends[0]
-                    toes = [c for c in children.get(e, []) if toe and split_side(c) == (side, toe)]
-                    label = f"{'Left' if side == 'L' else 'Right'} {'Leg' if kind == 'FOOT' else 'Arm'}"
-                    found[(kind, side)] = DetectedLimb(label, kind, side, (u, lo), e, toes[0] if toes else None, conv)
+                    toes = [c for c in children.get(e, []) if kind == "FOOT" and sides[c][0] in (side, None)
+                            and _is_toe(sides[c][1])]
+                    found[(kind, side)] = DetectedLimb(_label(kind, side), kind, side, (u, lo), e,
+                                                       toes[0] if toes else None, conv)
                     break
                 if (kind, side) in found:
                     break
-    if not any(k == "FOOT" for k, _s in found):
-        for limb in _by_hierarchy(bones, parent, children):
-            found.setdefault((limb.kind, limb.side), limb)
+    for kind in ("FOOT", "HAND"):
+        if not any(k == kind for k, _s in found):
+            for limb in _by_hierarchy(bones, children, kind):
+                found.setdefault((limb.kind, limb.side), limb)
     order = [("FOOT", "L"), ("FOOT", "R"), ("HAND", "L"), ("HAND", "R")]
     return [found[k] for k in order if k in found]
 
 
-def _by_hierarchy(bones: Sequence[BoneInfo], parent: dict, children: dict) -> list[DetectedLimb]:
-    """Legs from geometry when names say nothing: the two lowest leaf chains of 3+ bones, split by X."""
+def _label(kind: str, side: str) -> str:
+    return f"{'Left' if side == 'L' else 'Right'} {'Leg' if kind == 'FOOT' else 'Arm'}"
+
+
+def _direction(b: BoneInfo) -> tuple[float, float, float]:
+    d = (b.tail[0] - b.head[0], b.tail[1] - b.head[1], b.tail[2] - b.head[2])
+    n = (d[0] ** 2 + d[1] ** 2 + d[2] ** 2) ** 0.5
+    return (d[0] / n, d[1] / n, d[2] / n) if n > 0.0 else (0.0, 0.0, 0.0)
+
+
+def _length(b: BoneInfo) -> float:
+    return sum((t - h) ** 2 for h, t in zip(b.head, b.tail)) ** 0.5
+
+
+def _by_hierarchy(bones: Sequence[BoneInfo], children: dict[str, list[str]], kind: str) -> list[DetectedLimb]:
+    """Legs or arms from the skeleton's shape when names say nothing (Blender axes: Z up, the character's
+    left is +X). A chain runs from a branch point through single children to a leaf or the next branch
+    (a hand with fingers). A leg has two bones running down (thigh, shin) then the foot, and the toe when
+    the next bone runs more level than down; an arm has two bones running sideways (upper arm, forearm)
+    then the hand. Exactly one chain per side is accepted, or none: never a guess."""
     by_name = {b.name: b for b in bones}
-    leaves = [b.name for b in bones if not children.get(b.name)]
-    chains = []
-    for leaf in leaves:
-        chain = [leaf]
-        while parent.get(chain[-1]) and len(children.get(parent[chain[-1]], [])) == 1:
-            chain.append(parent[chain[-1]])
-        if parent.get(chain[-1]):
-            chain.append(parent[chain[-1]]) if len(chain) < 4 else None
-        chain.reverse()
-        if len(chain) >= 3:
-            chains.append(chain)
-    chains.sort(key=lambda c: by_name[c[-1]].tail[2])
-    legs = chains[:2]
-    if len(legs) < 2:
+    roots = [b.name for b in bones if not b.parent or b.parent not in by_name]
+    if not roots:
         return []
-    out = []
-    for chain in legs:
-        side = "L" if by_name[chain[-1]].tail[0] > 0 else "R"
-        toe = chain[-1] if len(chain) >= 4 else None
-        core = chain[-4:] if toe else chain[-3:]
-        out.append(DetectedLimb(f"{'Left' if side == 'L' else 'Right'} Leg", "FOOT", side, (core[0], core[1]), core[2], toe,
-                                "hierarchy"))
-    if out[0].side == out[1].side:
+    starts = [c for b in bones for c in children.get(b.name, []) if len(children.get(b.name, [])) >= 2] + roots
+    centre_x = sum(by_name[r].head[0] for r in roots) / len(roots)
+    found: dict[str, list[DetectedLimb]] = {"L": [], "R": []}
+    for start in dict.fromkeys(starts):
+        chain = [start]
+        while len(children.get(chain[-1], [])) == 1:
+            chain.append(children[chain[-1]][0])
+        dirs = [_direction(by_name[n]) for n in chain]
+        lengths = [_length(by_name[n]) for n in chain]
+        pairs = []
+        for i in range(len(chain) - 2):
+            a, b = dirs[i], dirs[i + 1]
+            if kind == "FOOT":
+                ok = a[2] < -0.7 and b[2] < -0.7
+            else:
+                ok = abs(a[0]) > 0.5 and abs(b[0]) > 0.5 and a[2] > -0.75 and b[2] > -0.75
+            if ok:
+                pairs.append((lengths[i] + lengths[i + 1], i))
+        # The longest such pair: thigh and shin, upper arm and forearm (not a clavicle, not fingers).
+        for _total, i in sorted(pairs, reverse=True)[:1]:
+            end = chain[i + 2]
+            toe = None
+            if kind == "FOOT" and i + 3 < len(chain) and abs(dirs[i + 3][2]) < 0.7:
+                toe = chain[i + 3]
+            elif kind == "FOOT" and i + 3 >= len(chain):
+                level = [c for c in children.get(end, []) if abs(_direction(by_name[c])[2]) < 0.7]
+                toe = level[0] if len(level) == 1 else None
+            x = by_name[end].head[0] - centre_x
+            if abs(x) < 1e-9:
+                break
+            side = "L" if x > 0 else "R"
+            found[side].append(DetectedLimb(_label(kind, side), kind, side, (chain[i], chain[i + 1]), end, toe,
+                                            "hierarchy"))
+            break
+    if len(found["L"]) != 1 or len(found["R"]) != 1:
         return []
-    return out
+    return [found["L"][0], found["R"][0]]
 
 
 def bones_from_armature(obj: bpy.types.Object) -> list[BoneInfo]:
