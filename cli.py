@@ -357,6 +357,10 @@ def bake_file(path: str, args: argparse.Namespace) -> dict:
         from .core import setup
 
         s.floor_height = setup.detect_floor(obj, scene)
+    if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
+        from .core import contacts
+
+        contacts.detect_contacts(obj, scene)
     start = args.frame_start if args.frame_start is not None else scene.frame_start
     end = args.frame_end if args.frame_end is not None else scene.frame_end
     try:

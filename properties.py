@@ -8,6 +8,7 @@ from bpy.props import (
     CollectionProperty,
     EnumProperty,
     FloatProperty,
+    FloatVectorProperty,
     IntProperty,
     PointerProperty,
     StringProperty,
@@ -43,6 +44,22 @@ class ContactIKBone(bpy.types.PropertyGroup):
 
     bone: StringProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Bone", description="Name of a bone of this limb's chain, root to tip",
+    )
+
+
+class ContactIKContact(bpy.types.PropertyGroup):
+    """A foot contact: the frames the foot is down, and where it stays (its lock point)."""
+
+    start: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Start", description="First frame the foot is down"
+    )
+    end: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="End", description="Last frame the foot is down"
+    )
+    lock: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Lock Point", size=3, subtype="XYZ",
+        description="Where the ankle stays during the contact, in the armature's space (the animation's mean "
+        "ankle position over the contact; set when contacts are detected or edited)",
     )
 
 
@@ -139,6 +156,15 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         max=1.5707963267948966,
         subtype="ANGLE",
     )
+    contacts: CollectionProperty(  # type: ignore[valid-type]
+        type=ContactIKContact, name="Contacts", description="Frames this foot is planted (detected from the animation)"
+    )
+    active_contact: IntProperty(name="Active Contact", default=0, min=0)  # type: ignore[valid-type]
+    use_lock: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Lock Feet", default=True,
+        description="During a contact the foot stays where it landed, on the terrain (removes foot skate); "
+        "it eases in before landing and out after lift-off",
+    )
     length: FloatProperty(  # type: ignore[valid-type]
         name="Length", description="Chain length in the rest pose (measured at detection)", default=0.0, min=0.0,
         subtype="DISTANCE", unit="LENGTH",
@@ -196,7 +222,7 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     )
 
 
-classes = (ContactIKBone, ContactIKLimb, ContactIKSettings)
+classes = (ContactIKBone, ContactIKContact, ContactIKLimb, ContactIKSettings)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..properties import settings
 from . import anim, live
+from .contacts import fps_of
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
 from .plant import RigResult, limb_is_usable, plant_rig
@@ -158,7 +159,7 @@ class BakeJob:
 
         for r in self.rigs:
             if fast and batch.unsupported(r.obj) is None:
-                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames))
+                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames), self.frames[0], fps_of(self.scene))
         self._slow = any(r.batch is None for r in self.rigs)
         self.done = 0
 
@@ -185,7 +186,7 @@ class BakeJob:
         bones = obj.pose.bones
         before = [tuple(getattr(bones[c.bone], c.prop)) for c in rig.channels]
         if rig.terrain is not None or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
-            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph)
+            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row])
         else:
             result = RigResult()
         col = 0

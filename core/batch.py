@@ -22,12 +22,30 @@ from ..properties import settings
 from ..solvers.soft import soft_distance
 from ..solvers.two_bone import solve_two_bone_batch
 from . import rig
-from .plant import ALIGN_FADE, BODY_RADIUS, REACH_MARGIN, heel_local, limb_is_usable
+from .plant import ALIGN_FADE, BODY_RADIUS, PLANE_EPS, REACH_MARGIN, heel_local, limb_is_usable
 
 if TYPE_CHECKING:
     import bpy
 
     from .ground import Terrain
+
+
+def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: np.ndarray) -> np.ndarray:
+    """`plant.fk_plane_pole` over arrays (NaN rows where there is none: the solver then ignores them)."""
+    axis = tip - hip
+    alen = np.linalg.norm(axis, axis=1)
+    a = axis / np.where(alen > 0, alen, 1.0)[:, None]
+    leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
+    kh = knee - hip
+    perp = kh - a * np.einsum("ni,ni->n", kh, a)[:, None]
+    fwd = end_frame[:, :3, 1]
+    alt = fwd - a * np.einsum("ni,ni->n", fwd, a)[:, None]
+    small = np.linalg.norm(perp, axis=1) < PLANE_EPS * leg
+    use = np.where(small[:, None], alt, perp)
+    ulen = np.linalg.norm(use, axis=1)
+    ok = (alen > 0) & (ulen > np.where(small, 1e-9 * np.linalg.norm(fwd, axis=1), 0.0)) & (ulen > 0)
+    pole = (hip + tip) * 0.5 + use / np.where(ulen > 0, ulen, 1.0)[:, None] * leg[:, None]
+    return np.where(ok[:, None], pole, np.nan)
 
 
 def _anim_paths(obj: bpy.types.Object) -> list[str]:
@@ -237,6 +255,9 @@ class _Limb:
     pole_object: Any = None
     target_object: Any = None
     target_bone: str = ""
+    auto_pole: bool = False
+    lock_w: Optional[np.ndarray] = None  # foot locking weight per frame
+    lock_p: Optional[np.ndarray] = None  # lock point per frame (armature space)
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
     weights: Optional[np.ndarray] = None
@@ -251,6 +272,8 @@ class BatchRig:
     obj: bpy.types.Object
     terrain: Optional[Terrain]
     frames: int
+    first: int = 1  # frame number of the first frame
+    fps: float = 24.0
     bone_index: dict[str, int] = field(default_factory=dict)
     limbs: list[_Limb] = field(default_factory=list)
 
@@ -280,7 +303,13 @@ class BatchRig:
                 weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
             ))
+        from .contacts import weights_over
+
         for lb in self.limbs:
+            prop = s.limbs[lb.index]
+            lb.auto_pole = prop.pole_mode == "AUTO"
+            if lb.kind == "FOOT":
+                lb.lock_w, lb.lock_p = weights_over(prop, self.first, n, self.fps)
             lb.static_target = _static(lb.target_object) and not lb.target_bone
             lb.static_pole = _static(lb.pole_object)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
@@ -382,6 +411,8 @@ class BatchRig:
             c.weights = lb.weights[sl] if lb.weights is not None else None
             c.targets = lb.targets[sl] if lb.targets is not None else None
             c.poles = lb.poles[sl] if lb.poles is not None else None
+            c.lock_w = lb.lock_w[sl] if lb.lock_w is not None else None
+            c.lock_p = lb.lock_p[sl] if lb.lock_p is not None else None
             part.limbs.append(c)
         return part
 
@@ -451,6 +482,13 @@ class BatchRig:
         if lb.toe >= 0:
             soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
+        if lb.lock_w is not None and np.any(lb.lock_w > 0.0):
+            # Foot locking: along the ground toward the contact's lock point, and the sole down onto it.
+            d = xform(self.mw, lb.lock_p) - ankle
+            move = (d - up * np.einsum("ni,ni->n", d, up)[:, None]) * lb.lock_w[:, None]
+            ankle = ankle + move
+            soles = [p + move for p in soles]
+            heights = heights * (1.0 - lb.lock_w)[:, None]
         clearance = np.maximum(0.0, heights.min(1))
         under = self._cast(ankle, reach, up)
         planned = under.hit
@@ -552,6 +590,8 @@ class BatchRig:
             pole = lb.poles + (shift if pole_shift else 0.0)
         elif lb.pole_bone >= 0:
             pole = xform(self.mw, self.arm[:, s[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
+        if pole is None and lb.auto_pole:
+            pole = _fk_plane_pole(hip, knee, tip, end_frame)
         assert lb.weights is not None
         weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)

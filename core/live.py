@@ -192,6 +192,7 @@ def precompute(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[FrameC
     """Solve the scene's frame range for `obj` in one vectorised pass into its frame cache; None (and
     frame-by-frame preview) when the fast path does not cover the rig or it cannot be planted."""
     from . import batch
+    from .contacts import fps_of
 
     caches.frames.pop(obj.name, None)
     if not USE_FRAME_CACHE or obj.name not in live_rigs or plays_baked(obj) or batch.unsupported(obj) is not None:
@@ -217,7 +218,7 @@ def precompute(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[FrameC
     try:
         try:
             restore_for_edit(obj)
-            rig = batch.BatchRig(obj, terrain, end - start + 1)
+            rig = batch.BatchRig(obj, terrain, end - start + 1, start, fps_of(scene))
             for i, f in enumerate(range(start, end + 1)):
                 scene.frame_set(f)
                 rig.read(i)

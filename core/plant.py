@@ -30,6 +30,8 @@ ALIGN_FADE = 0.15
 REACH_MARGIN = 0.995
 # Radius of the disk under the pelvis whose mean terrain height the body follows (x leg length).
 BODY_RADIUS = 0.6
+# A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
+PLANE_EPS = 0.01
 
 
 @dataclass
@@ -115,12 +117,18 @@ def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool
 
 
 def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,
-              depsgraph: Optional[bpy.types.Depsgraph] = None) -> RigResult:
+              depsgraph: Optional[bpy.types.Depsgraph] = None, frame: Optional[float] = None) -> RigResult:
     """Solve every enabled limb of `obj` for its pose evaluated in `depsgraph` (a render's, a bake's or the
-    viewport's; None reads the original object, which the active depsgraph keeps evaluated) and write the
-    rotations to the original bones."""
+    viewport's; None reads the original object, which the active depsgraph keeps evaluated) at `frame`
+    (the scene's current one by default) and write the rotations to the original bones."""
+    import bpy
+
+    from .contacts import fps_of
+
     result = RigResult()
     src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
+    timing = (float(scene.frame_current) if frame is None else frame, fps_of(scene))
 
     def ev(other: bpy.types.Object) -> bpy.types.Object:
         return other.evaluated_get(depsgraph) if depsgraph is not None else other
@@ -137,7 +145,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
 
     plans = []
     for limb in feet:
-        plan = _plan_foot(src, limb, terrain, up, base)
+        plan = _plan_foot(src, limb, terrain, up, base, timing)
         if plan is not None:
             plans.append(plan)
 
@@ -155,6 +163,8 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         pole = _pole(src, limb, ev)
         if pole is not None:
             pole = pole + shift
+        elif limb.pole_mode == "AUTO":
+            pole = fk_plane_pole(pose)
         sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()], softness=settings.softness,
                          target_rotation=rotation)
         rig.write_solution(obj, plan.bones, sol, end_bone=limb.end_bone or None)
@@ -169,6 +179,8 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         pose = translated(rig.read_chain(src, names, end_bone=limb.end_bone or None), shift)
         target, rotation = target_info
         pole = _pole(src, limb, ev)
+        if pole is None and limb.pole_mode == "AUTO" and pose.bone_count == 2:
+            pole = fk_plane_pole(pose)
         sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()],
                          target_rotation=rotation if limb.use_target_rotation else None)
         rig.write_solution(obj, names, sol, end_bone=limb.end_bone or None)
@@ -188,7 +200,31 @@ class _FootPlan:
     reach: float
 
 
-def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector) -> Optional[_FootPlan]:
+def fk_plane_pole(pose: ChainPose) -> Optional[Vector]:
+    """A pole in the plane the animation bends the limb in (hip, knee, ankle), a chain length out from the
+    middle: the knee keeps pointing where the FK pointed it. A nearly straight limb has no plane; its
+    end bone's forward axis (where the foot points) then says where the knee goes."""
+    if pose.bone_count != 2:
+        return None
+    pts = pose.positions()
+    hip, knee, tip = pts[0], pts[1], pts[-1]
+    axis = tip - hip
+    if axis.length == 0.0:
+        return None
+    a = axis.normalized()
+    leg = pose.chain_length()
+    perp = (knee - hip) - a * (knee - hip).dot(a)
+    if perp.length < PLANE_EPS * leg:
+        if pose.end_frame is None:
+            return None
+        fwd = pose.end_frame.to_3x3() @ Vector((0.0, 1.0, 0.0))
+        perp = fwd - a * fwd.dot(a)
+        if perp.length < 1e-9 * max(fwd.length, 1e-30):
+            return None
+    return (hip + tip) * 0.5 + perp.normalized() * leg
+
+
+def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tuple[float, float]) -> Optional[_FootPlan]:
     names = _bone_names(limb)
     if not limb.end_bone:
         return None
@@ -200,6 +236,16 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector) -> Optiona
     assert pose.end_frame is not None
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
+    from .contacts import weight_at
+
+    lock_w, lock = weight_at(limb, timing[0], timing[1])
+    if lock is not None and lock_w > 0.0:
+        # Foot locking: along the ground toward the contact's lock point, and the sole down onto it.
+        d = obj.matrix_world @ lock - ankle
+        move = (d - up * d.dot(up)) * lock_w
+        ankle = ankle + move
+        soles = [p + move for p in soles]
+        heights = [h * (1.0 - lock_w) for h in heights]
     clearance = max(0.0, min(heights))
     under = terrain_height(terrain, ankle, up, base, reach)
     if under is None:

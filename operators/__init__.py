@@ -86,6 +86,10 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
             return {"CANCELLED"}
         if s.auto_floor:
             s.floor_height = setup.detect_floor(obj, context.scene)
+        if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
+            from ..core import contacts
+
+            contacts.detect_contacts(obj, context.scene)
         s.live_preview = True
         results = live.refresh(context.scene)
         if obj.name not in results:
@@ -339,6 +343,120 @@ class CONTACT_IK_OT_use_source_action(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _foot_poll(cls: type[bpy.types.Operator], context: bpy.types.Context) -> bool:
+    if not _armature_poll(cls, context):
+        return False
+    s = settings(context.active_object)
+    if not (0 <= s.active_limb < len(s.limbs)) or s.limbs[s.active_limb].kind != "FOOT":
+        cls.poll_message_set("Select a foot in the limb list")
+        return False
+    return True
+
+
+class CONTACT_IK_OT_detect_contacts(bpy.types.Operator):
+    """Find when each foot is down in the animation (sole near the floor and still), replacing the contacts"""
+
+    bl_idname = "contact_ik.detect_contacts"
+    bl_label = "Detect Contacts"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _armature_poll(cls, context):
+            return False
+        if not any(lb.kind == "FOOT" for lb in settings(context.active_object).limbs):
+            cls.poll_message_set("No feet yet: run Detect Limbs or Plant Feet first")
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..core import contacts
+
+        obj = context.active_object
+        count = contacts.detect_contacts(obj, context.scene)
+        live.invalidate_frames()
+        if obj.name in live.live_rigs and live.precompute(obj, context.scene) is None:
+            live.refresh(context.scene)
+        self.report({"INFO"}, f"Found {count} foot contact(s) in {obj.name!r}")
+        return {"FINISHED"}
+
+
+class CONTACT_IK_OT_contact_add(bpy.types.Operator):
+    """Add a contact to the selected foot starting at the current frame (edit its frames in the list)"""
+
+    bl_idname = "contact_ik.contact_add"
+    bl_label = "Add Contact"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return _foot_poll(cls, context)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..core import contacts
+
+        obj = context.active_object
+        s = settings(obj)
+        limb = s.limbs[s.active_limb]
+        f = context.scene.frame_current
+        length = max(1, round(0.3 * contacts.fps_of(context.scene)))
+        later = [c.start for c in limb.contacts if c.start > f]
+        c = limb.contacts.add()
+        c.start, c.end = f, min([f + length] + [x - 1 for x in later])
+        limb.active_contact = len(limb.contacts) - 1
+        contacts.relock(obj, context.scene, s.active_limb)
+        live.invalidate_frames()
+        self.report({"INFO"}, f"Contact {c.start}-{c.end} added to {limb.name!r}")
+        return {"FINISHED"}
+
+
+class CONTACT_IK_OT_contact_remove(bpy.types.Operator):
+    """Remove the selected contact of the selected foot"""
+
+    bl_idname = "contact_ik.contact_remove"
+    bl_label = "Remove Contact"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if not _foot_poll(cls, context):
+            return False
+        s = settings(context.active_object)
+        limb = s.limbs[s.active_limb]
+        if not (0 <= limb.active_contact < len(limb.contacts)):
+            cls.poll_message_set("No contact selected")
+            return False
+        return True
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        s = settings(context.active_object)
+        limb = s.limbs[s.active_limb]
+        limb.contacts.remove(limb.active_contact)
+        limb.active_contact = max(0, min(limb.active_contact, len(limb.contacts) - 1))
+        live.invalidate_frames()
+        return {"FINISHED"}
+
+
+class CONTACT_IK_OT_contact_relock(bpy.types.Operator):
+    """Recompute where the selected foot stays during each contact (after editing contact frames)"""
+
+    bl_idname = "contact_ik.contact_relock"
+    bl_label = "Update Lock Points"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return _foot_poll(cls, context)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..core import contacts
+
+        obj = context.active_object
+        contacts.relock(obj, context.scene, settings(obj).active_limb)
+        live.invalidate_frames()
+        return {"FINISHED"}
+
+
 classes = (
     CONTACT_IK_OT_detect_limbs,
     CONTACT_IK_OT_plant_feet,
@@ -347,5 +465,9 @@ classes = (
     CONTACT_IK_OT_limb_bone,
     CONTACT_IK_OT_bake,
     CONTACT_IK_OT_use_source_action,
+    CONTACT_IK_OT_detect_contacts,
+    CONTACT_IK_OT_contact_add,
+    CONTACT_IK_OT_contact_remove,
+    CONTACT_IK_OT_contact_relock,
 )
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -17,6 +17,17 @@ class CONTACT_IK_UL_limbs(bpy.types.UIList):
         row.prop(item, "weight", text="", slider=True)
 
 
+class CONTACT_IK_UL_contacts(bpy.types.UIList):
+    """A foot's contacts: the frames it is down."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):  # type: ignore[override]
+        row = layout.row(align=True)
+        inside = item.start <= context.scene.frame_current <= item.end
+        row.label(text="", icon="KEYFRAME_HLT" if inside else "KEYFRAME")
+        row.prop(item, "start", text="")
+        row.prop(item, "end", text="")
+
+
 class CONTACT_IK_PT_main(bpy.types.Panel):
     bl_label = "Contact IK"
     bl_idname = "CONTACT_IK_PT_main"
@@ -89,6 +100,17 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
         row.operator("contact_ik.limb_bone", text="", icon="REMOVE").action = "REMOVE"
         col.prop_search(limb, "end_bone", obj.data, "bones")
         if limb.kind == "FOOT":
+            box = layout.box()
+            head = box.row(align=True)
+            head.prop(limb, "use_lock")
+            head.operator("contact_ik.detect_contacts", text="", icon="VIEWZOOM")
+            row = box.row()
+            row.template_list("CONTACT_IK_UL_contacts", "", limb, "contacts", limb, "active_contact", rows=3)
+            side = row.column(align=True)
+            side.operator("contact_ik.contact_add", text="", icon="ADD")
+            side.operator("contact_ik.contact_remove", text="", icon="REMOVE")
+            side.operator("contact_ik.contact_relock", text="", icon="PINNED")
+            col = layout.column()
             col.prop_search(limb, "toe_bone", obj.data, "bones")
             col.prop(limb, "foot_offset")
             col.prop(limb, "ray_length")
@@ -108,5 +130,5 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
             col.prop_search(limb, "pole_bone", obj.data, "bones")
 
 
-classes = (CONTACT_IK_UL_limbs, CONTACT_IK_PT_main, CONTACT_IK_PT_limbs)
+classes = (CONTACT_IK_UL_limbs, CONTACT_IK_UL_contacts, CONTACT_IK_PT_main, CONTACT_IK_PT_limbs)
 register, unregister = bpy.utils.register_classes_factory(classes)

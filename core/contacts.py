@@ -1,0 +1,196 @@
+"""Foot contacts: when each foot is down in the source animation, and where it then stays.
+
+Detection reads the animation itself (live preview off): a foot is down while its lowest sole point is
+near the animation's floor and barely moving. Both thresholds have hysteresis (a stricter one to
+land than to stay down) and are relative to the leg length and per second, so they hold at any scale
+and frame rate; contacts shorter than `MIN_CONTACT` seconds are dropped and gaps shorter than
+`MIN_GAP` closed. Each contact stores its frames and its lock point (the ankle's mean position over
+the contact, in the armature's space). Contacts are ordinary settings the user can edit in the panel.
+
+During a contact, and easing in over `EASE` seconds before it and out after it, the foot's ankle is
+pulled along the ground to the lock point and its sole onto the terrain (`weight_at`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+from mathutils import Vector
+
+from ..properties import settings
+from .plant import heel_local, limb_is_usable
+
+if TYPE_CHECKING:
+    import bpy
+
+# Down: sole within LAND_HEIGHT x leg of the floor and slower than LAND_SPEED legs per second;
+# up again above LIFT_HEIGHT or faster than LIFT_SPEED.
+LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
+LAND_SPEED, LIFT_SPEED = 0.4, 0.8
+MIN_CONTACT = 0.08  # seconds
+MIN_GAP = 0.05  # seconds
+EASE = 0.1  # seconds
+BASELINE_WINDOW = 0.75  # seconds either side
+
+
+def fps_of(scene: bpy.types.Scene) -> float:
+    return scene.render.fps / (scene.render.fps_base or 1.0)
+
+
+def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> list[tuple[int, int]]:
+    """Contact intervals (first, last index) from per-frame sole height above the floor and sole speed
+    (units per second)."""
+    n = len(height)
+    if n == 0:
+        return []
+    # Each foot's own ground, near in time: mocap puts the soles at different heights (markers, floor
+    # calibration, drift over a long take), so heights count from this foot's lowest point within
+    # BASELINE_WINDOW seconds rather than from one floor for the whole clip.
+    half = max(1, int(round(BASELINE_WINDOW * fps)))
+    padded = np.pad(np.asarray(height, dtype=np.float64), half, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+    height = height - windows.min(axis=1)
+    down = False
+    states = np.zeros(n, dtype=bool)
+    for i in range(n):
+        if not down and height[i] <= LAND_HEIGHT * leg and speed[i] <= LAND_SPEED * leg:
+            down = True
+        elif down and (height[i] > LIFT_HEIGHT * leg or speed[i] > LIFT_SPEED * leg):
+            down = False
+        states[i] = down
+    runs = []
+    i = 0
+    while i < n:
+        if states[i]:
+            j = i
+            while j + 1 < n and states[j + 1]:
+                j += 1
+            runs.append([i, j])
+            i = j + 1
+        else:
+            i += 1
+    gap = max(1, int(round(MIN_GAP * fps)))
+    merged: list[list[int]] = []
+    for r in runs:
+        if merged and r[0] - merged[-1][1] - 1 < gap:
+            merged[-1][1] = r[1]
+        else:
+            merged.append(r)
+    shortest = max(1, int(math.ceil(MIN_CONTACT * fps)))
+    return [(a, b) for a, b in merged if b - a + 1 >= shortest]
+
+
+def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
+    """Per foot limb (by index): ankle positions (armature space), lowest sole height above the floor
+    and the lowest sole point's speed, over frames [start, end] of the animation (live preview off)."""
+    from . import live
+
+    s = settings(obj)
+    feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
+            and limb_is_usable(obj, lb)]
+    n = end - start + 1
+    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n)} for i, _lb in feet}
+    current = scene.frame_current
+    was_live = obj.name in live.live_rigs
+    live.live_rigs.discard(obj.name)
+    live.restore_for_edit(obj)
+    try:
+        heels = {i: heel_local(obj, lb.end_bone, lb.foot_offset) for i, lb in feet}
+        for k, f in enumerate(range(start, end + 1)):
+            scene.frame_set(f)
+            pbs = obj.pose.bones
+            for i, lb in feet:
+                foot = pbs[lb.end_bone]
+                pts = [foot.matrix @ heels[i]]
+                if lb.toe_bone and lb.toe_bone in pbs:
+                    pts.append(pbs[lb.toe_bone].tail.copy())
+                low = min(pts, key=lambda p: p.z)
+                d = out[i]
+                d["ankle"][k] = foot.head
+                d["sole"][k] = low
+                d["height"][k] = low.z - s.floor_height
+    finally:
+        if was_live:
+            live.live_rigs.add(obj.name)
+        scene.frame_set(current)
+    fps = fps_of(scene)
+    for d in out.values():
+        step = np.diff(d["sole"], axis=0) * fps
+        speed = np.linalg.norm(step, axis=1)
+        # Speed at a frame: the slower of the steps into and out of it (a foot at rest on either side).
+        d["speed"] = np.minimum(np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else np.zeros(n)
+    return out
+
+
+def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
+                    end: Optional[int] = None) -> int:
+    """Replace every foot's contacts with those found in the animation; the number found."""
+    s = settings(obj)
+    start = scene.frame_start if start is None else start
+    end = scene.frame_end if end is None else end
+    samples = sample_feet(obj, scene, start, end)
+    fps = fps_of(scene)
+    total = 0
+    for i, d in samples.items():
+        limb = s.limbs[i]
+        leg = limb.length or 1.0
+        limb.contacts.clear()
+        for a, b in find_contacts(d["height"], d["speed"], leg, fps):
+            c = limb.contacts.add()
+            c.start, c.end = start + a, start + b
+            c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
+            total += 1
+    return total
+
+
+def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> None:
+    """Recompute the lock points of one foot's contacts (after the user edited their frames)."""
+    limb = settings(obj).limbs[limb_index]
+    if not limb.contacts:
+        return
+    start = min(c.start for c in limb.contacts)
+    end = max(c.end for c in limb.contacts)
+    d = sample_feet(obj, scene, start, end)[limb_index]
+    for c in limb.contacts:
+        a, b = c.start - start, c.end - start
+        if b >= a:
+            c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
+
+
+def _smooth(t: float) -> float:
+    t = min(1.0, max(0.0, t))
+    return t * t * (3.0 - 2.0 * t)
+
+
+def weight_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> tuple[float, Optional[Vector]]:
+    """Lock weight (0..1) of a foot at `frame` and its lock point (armature space): 1 inside a contact,
+    easing from 0 over the EASE seconds before it and after it."""
+    if not limb.use_lock or not limb.contacts:
+        return 0.0, None
+    ease = max(1.0, EASE * fps)
+    best, lock = 0.0, None
+    for c in limb.contacts:
+        if c.start <= frame <= c.end:
+            return 1.0, Vector(c.lock)
+        if frame < c.start:
+            w = _smooth(1.0 - (c.start - frame) / ease)
+        else:
+            w = _smooth(1.0 - (frame - c.end) / ease)
+        if w > best:
+            best, lock = w, Vector(c.lock)
+    return best, lock
+
+
+def weights_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> tuple[np.ndarray, np.ndarray]:
+    """`weight_at` for frames first..first+count-1: (weights (N,), lock points (N, 3))."""
+    w = np.zeros(count)
+    lock = np.zeros((count, 3))
+    if not limb.use_lock or not limb.contacts:
+        return w, lock
+    for k in range(count):
+        wk, lk = weight_at(limb, first + k, fps)
+        if lk is not None:
+            w[k], lock[k] = wk, lk
+    return w, lock
