@@ -61,6 +61,14 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--scale", type=float, default=1.0, help="scale applied when importing a motion file")
     b.add_argument("--overwrite", action="store_true", help="allow writing over existing files, the input included")
     b.add_argument("--jobs", type=int, default=0, help="worker processes for a batch (default: one per core)")
+    e = sub.add_parser("evaluate", help="plant and measure without writing anything but the report: penetration, "
+                       "hover, skate, pops, bone length and reach errors, beside the source animation's own")
+    e.add_argument("inputs", nargs="+", help=".blend, .bvh or .fbx files")
+    for action in b._actions:
+        if action.dest in ("terrain", "armature", "report", "frame_start", "frame_end", "up_axis", "forward_axis",
+                           "scale"):
+            e._add_action(action)
+    e.set_defaults(output=None, output_dir=None, export=[], overwrite=False, jobs=1)
     d = sub.add_parser("detect", help="list the limbs found in a file")
     d.add_argument("inputs", nargs=1)
     d.add_argument("--armature")
@@ -80,6 +88,13 @@ def execute(argv: Sequence[str]) -> int:
         if args.command == "detect":
             return _detect(args)
         inputs = expand_inputs(args.inputs)
+        if args.command == "evaluate":
+            reports = [bake_file(i, args, write=False) for i in inputs]
+            if args.report:
+                _write_json(args.report, {"clips": reports, "failed": []})
+            for r in reports:
+                print(format_quality(r))
+            return 0
         if len(inputs) > 1 or any(pathlib.Path(i).is_dir() for i in args.inputs):
             return run_batch(inputs, args)
         report = bake_file(inputs[0], args)
@@ -335,14 +350,15 @@ def outputs_for(path: str, args: argparse.Namespace) -> tuple[pathlib.Path, list
     return out, exports
 
 
-def bake_file(path: str, args: argparse.Namespace) -> dict:
-    """Load, plant, bake, measure, save and export one clip; the report as a dict."""
+def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
+    """Load, plant, bake, measure, save and export one clip (with `write` False: only measure); the
+    report as a dict."""
     from .core import bake, metrics
     from .core.ground import TerrainError, terrain_objects
     from .core.handlers import caches
 
     t0 = time.perf_counter()
-    out, exports = outputs_for(path, args)
+    out, exports = outputs_for(path, args) if write else (None, [])
     load(path, args)
     t_load = time.perf_counter()
     obj = pick_armature(args.armature)
@@ -375,24 +391,13 @@ def bake_file(path: str, args: argparse.Namespace) -> dict:
     reports = job.finish()
     t_bake = time.perf_counter()
     frames = list(range(start, end + 1))
-    quality = [m.as_dict() for m in metrics.measure(obj, terrain, frames, scene)]
-    source_action = bake.source_of(obj.animation_data.action)
-    source_quality = []
-    if source_action is not None:
-        # The same metrics for the input as it was (no IK), to show what the bake changed.
-        baked_action = obj.animation_data.action
-        from .core import anim, live
-
-        was_live = obj.name in live.live_rigs
-        live.live_rigs.discard(obj.name)
-        slot = getattr(anim.slot_of(obj), "identifier", None)
-        anim.assign(obj, source_action, slot)
-        source_quality = [m.as_dict() for m in metrics.measure(obj, terrain, frames, scene)]
-        anim.assign(obj, baked_action, slot)
-        if was_live:
-            live.live_rigs.add(obj.name)
+    ours = metrics.measure(obj, terrain, frames, scene)
+    source = metrics.measure_source(obj, terrain, frames, scene)
+    quality = [m.as_dict() for m in ours]
+    source_quality = [m.as_dict() for m in source]
     t_measure = time.perf_counter()
-    bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True, check_existing=False)
+    if out is not None:
+        bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True, check_existing=False)
     for e in exports:
         export_motion(obj, e, start, end)
     t_end = time.perf_counter()
@@ -407,7 +412,7 @@ def bake_file(path: str, args: argparse.Namespace) -> dict:
         "fps": scene.render.fps / scene.render.fps_base,
         "action": reports[0].action_name,
         "source_action": reports[0].source_name,
-        "output": str(out),
+        "output": str(out) if out is not None else None,
         "exports": [str(e) for e in exports],
         "quality": quality,
         "quality_before": source_quality,
@@ -431,6 +436,27 @@ def export_motion(obj: bpy.types.Object, path: pathlib.Path, start: int, end: in
         bpy.ops.export_scene.fbx(filepath=str(path), use_selection=True, object_types={"ARMATURE"}, bake_anim=True,
                                  add_leaf_bones=False, bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
                                  check_existing=False)
+
+
+QUALITY_COLUMNS = (
+    ("penetration_max_rel", "penetration", "{:.2%}"), ("hover_max_rel", "hover max", "{:.2%}"),
+    ("skate_max_rel", "skate max", "{:.2%}"), ("knee_velocity_max", "knee deg/s", "{:.0f}"),
+    ("hip_velocity_max", "hip deg/s", "{:.0f}"), ("bone_length_error", "length err", "{:.1e}"),
+)
+
+
+def format_quality(report: dict) -> str:
+    """The report's metrics as a text table: ours, and the source animation's beside them."""
+    lines = [f"{pathlib.Path(report['input']).name}: {report['frames']} frames on {report['terrain']}"]
+    head = f"{'limb':<12} {'':<7}" + "".join(f"{title:>13}" for _k, title, _f in QUALITY_COLUMNS)
+    lines.append(head)
+    for ours, src in zip(report["quality"], report["quality_before"] or [None] * len(report["quality"])):
+        for label, row in (("ours", ours), ("source", src)):
+            if row is None:
+                continue
+            cells = "".join(f"{fmt.format(row[k]):>13}" for k, _t, fmt in QUALITY_COLUMNS)
+            lines.append(f"{row['limb'] if label == 'ours' else '':<12} {label:<7}{cells}")
+    return "\n".join(lines)
 
 
 def _print_summary(report: dict) -> None:

@@ -61,6 +61,22 @@ class ContactIKContact(bpy.types.PropertyGroup):
         description="Where the ankle stays during the contact, in the armature's space (the animation's mean "
         "ankle position over the contact; set when contacts are detected or edited)",
     )
+    enter: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ankle at Landing", size=3, subtype="XYZ",
+        description="The animation's ankle position (armature space) on the contact's first frame",
+    )
+    leave: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ankle at Lift-off", size=3, subtype="XYZ",
+        description="The animation's ankle position (armature space) on the contact's last frame",
+    )
+    drop_in: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Hover at Landing", subtype="DISTANCE",
+        description="How high the animation's sole is above its floor on the contact's first frame",
+    )
+    drop_out: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Hover at Lift-off", subtype="DISTANCE",
+        description="How high the animation's sole is above its floor on the contact's last frame",
+    )
 
 
 class ContactIKLimb(bpy.types.PropertyGroup):

@@ -22,7 +22,16 @@ from ..properties import settings
 from ..solvers.soft import soft_distance
 from ..solvers.two_bone import solve_two_bone_batch
 from . import rig
-from .plant import ALIGN_FADE, BODY_RADIUS, PLANE_EPS, REACH_MARGIN, heel_local, limb_is_usable
+from .plant import (
+    ALIGN_FADE,
+    BODY_RADIUS,
+    FORWARD_BIAS,
+    PLANE_EPS,
+    REACH_MARGIN,
+    STRAIGHT,
+    heel_local,
+    limb_is_usable,
+)
 
 if TYPE_CHECKING:
     import bpy
@@ -30,7 +39,8 @@ if TYPE_CHECKING:
     from .ground import Terrain
 
 
-def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: np.ndarray) -> np.ndarray:
+def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: np.ndarray,
+                   foot: bool) -> np.ndarray:
     """`plant.fk_plane_pole` over arrays (NaN rows where there is none: the solver then ignores them)."""
     axis = tip - hip
     alen = np.linalg.norm(axis, axis=1)
@@ -38,13 +48,20 @@ def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame
     leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
     kh = knee - hip
     perp = kh - a * np.einsum("ni,ni->n", kh, a)[:, None]
-    fwd = end_frame[:, :3, 1]
-    alt = fwd - a * np.einsum("ni,ni->n", fwd, a)[:, None]
-    small = np.linalg.norm(perp, axis=1) < PLANE_EPS * leg
-    use = np.where(small[:, None], alt, perp)
-    ulen = np.linalg.norm(use, axis=1)
-    ok = (alen > 0) & (ulen > np.where(small, 1e-9 * np.linalg.norm(fwd, axis=1), 0.0)) & (ulen > 0)
-    pole = (hip + tip) * 0.5 + use / np.where(ulen > 0, ulen, 1.0)[:, None] * leg[:, None]
+    if foot:
+        fwd = end_frame[:, :3, 1]
+        fwd = fwd - a * np.einsum("ni,ni->n", fwd, a)[:, None]
+        flen = np.linalg.norm(fwd, axis=1)
+        has = flen > 1e-9 * leg
+        f = fwd / np.where(has, flen, 1.0)[:, None]
+        along = np.einsum("ni,ni->n", perp, f)
+        t = np.minimum(1.0, np.linalg.norm(perp, axis=1) / (STRAIGHT * leg))
+        m = 1.0 - t * t * (3.0 - 2.0 * t)
+        bent = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * np.minimum(along, 0.0)))[:, None]
+        perp = np.where(has[:, None], bent, perp)
+    plen = np.linalg.norm(perp, axis=1)
+    ok = (alen > 0) & (plen >= PLANE_EPS * leg)
+    pole = (hip + tip) * 0.5 + perp / np.where(plen > 0, plen, 1.0)[:, None] * leg[:, None]
     return np.where(ok[:, None], pole, np.nan)
 
 
@@ -256,8 +273,7 @@ class _Limb:
     target_object: Any = None
     target_bone: str = ""
     auto_pole: bool = False
-    lock_w: Optional[np.ndarray] = None  # foot locking weight per frame
-    lock_p: Optional[np.ndarray] = None  # lock point per frame (armature space)
+    lock: Optional[dict[str, np.ndarray]] = None  # foot locking per frame (`contacts.locks_over`)
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
     weights: Optional[np.ndarray] = None
@@ -303,13 +319,13 @@ class BatchRig:
                 weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
             ))
-        from .contacts import weights_over
+        from .contacts import locks_over
 
         for lb in self.limbs:
             prop = s.limbs[lb.index]
             lb.auto_pole = prop.pole_mode == "AUTO"
             if lb.kind == "FOOT":
-                lb.lock_w, lb.lock_p = weights_over(prop, self.first, n, self.fps)
+                lb.lock = locks_over(prop, self.first, n, self.fps)
             lb.static_target = _static(lb.target_object) and not lb.target_bone
             lb.static_pole = _static(lb.pole_object)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
@@ -411,8 +427,7 @@ class BatchRig:
             c.weights = lb.weights[sl] if lb.weights is not None else None
             c.targets = lb.targets[sl] if lb.targets is not None else None
             c.poles = lb.poles[sl] if lb.poles is not None else None
-            c.lock_w = lb.lock_w[sl] if lb.lock_w is not None else None
-            c.lock_p = lb.lock_p[sl] if lb.lock_p is not None else None
+            c.lock = {k: v[sl] for k, v in lb.lock.items()} if lb.lock is not None else None
             part.limbs.append(c)
         return part
 
@@ -482,13 +497,17 @@ class BatchRig:
         if lb.toe >= 0:
             soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
-        if lb.lock_w is not None and np.any(lb.lock_w > 0.0):
-            # Foot locking: along the ground toward the contact's lock point, and the sole down onto it.
-            d = xform(self.mw, lb.lock_p) - ankle
-            move = (d - up * np.einsum("ni,ni->n", d, up)[:, None]) * lb.lock_w[:, None]
+        lk = lb.lock
+        if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
+            # Foot locking (`plant._plan_foot`): to the lock point in a contact, by the carried correction
+            # between contacts, and the sole down onto the ground.
+            pinned = lk["weight"] > 0.0
+            d = np.where(pinned[:, None], xform(self.mw, lk["point"]) - ankle,
+                         np.einsum("nij,nj->ni", self.mw[:, :3, :3], lk["offset"]))
+            move = d - up * np.einsum("ni,ni->n", d, up)[:, None]
             ankle = ankle + move
             soles = [p + move for p in soles]
-            heights = heights * (1.0 - lb.lock_w)[:, None]
+            heights = heights * (1.0 - lk["down"])[:, None] + (lk["rise"] * world_scale)[:, None]
         clearance = np.maximum(0.0, heights.min(1))
         under = self._cast(ankle, reach, up)
         planned = under.hit
@@ -591,7 +610,7 @@ class BatchRig:
         elif lb.pole_bone >= 0:
             pole = xform(self.mw, self.arm[:, s[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
         if pole is None and lb.auto_pole:
-            pole = _fk_plane_pole(hip, knee, tip, end_frame)
+            pole = _fk_plane_pole(hip, knee, tip, end_frame, foot=lb.kind == "FOOT")
         assert lb.weights is not None
         weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)

@@ -1,19 +1,22 @@
 """Foot contacts: when each foot is down in the source animation, and where it then stays.
 
-Detection reads the animation itself (live preview off): a foot is down while its lowest sole point is
-near the animation's floor and barely moving. Both thresholds have hysteresis (a stricter one to
+Detection reads the animation itself (live preview off): a foot is down while its ankle rests, low (near
+its own lowest height of the moment) and barely moving. That is the flat-foot part of a step: once
+the heel rises the foot rolls over its toes and is free again, so nothing holds the ankle back while
+the animation lifts it. Both thresholds have hysteresis (a stricter one to
 land than to stay down) and are relative to the leg length and per second, so they hold at any scale
 and frame rate; contacts shorter than `MIN_CONTACT` seconds are dropped and gaps shorter than
 `MIN_GAP` closed. Each contact stores its frames and its lock point (the ankle's mean position over
 the contact, in the armature's space). Contacts are ordinary settings the user can edit in the panel.
 
-During a contact, and easing in over `EASE` seconds before it and out after it, the foot's ankle is
-pulled along the ground to the lock point and its sole onto the terrain (`weight_at`).
+During a contact the foot's ankle stays at the lock point (along the ground) and its sole is put down on
+the terrain; between contacts the correction blends across the swing (`lock_at`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -31,7 +34,8 @@ LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
 LAND_SPEED, LIFT_SPEED = 0.4, 0.8
 MIN_CONTACT = 0.08  # seconds
 MIN_GAP = 0.05  # seconds
-EASE = 0.1  # seconds
+EASE = 0.2  # seconds
+FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
 BASELINE_WINDOW = 0.75  # seconds either side
 
 
@@ -91,7 +95,8 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
     n = end - start + 1
-    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n)} for i, _lb in feet}
+    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n)}
+           for i, _lb in feet}
     current = scene.frame_current
     was_live = obj.name in live.live_rigs
     live.live_rigs.discard(obj.name)
@@ -110,17 +115,19 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d = out[i]
                 d["ankle"][k] = foot.head
                 d["sole"][k] = low
-                d["height"][k] = low.z - s.floor_height
+                d["drop"][k] = low.z - s.floor_height
+                d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
     finally:
         if was_live:
             live.live_rigs.add(obj.name)
         scene.frame_set(current)
     fps = fps_of(scene)
     for d in out.values():
-        step = np.diff(d["sole"], axis=0) * fps
+        step = np.diff(d["ankle"], axis=0) * fps
         speed = np.linalg.norm(step, axis=1)
-        # Speed at a frame: the slower of the steps into and out of it (a foot at rest on either side).
-        d["speed"] = np.minimum(np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else np.zeros(n)
+        # Speed at a frame: the faster of the steps into and out of it, so a contact ends before the foot
+        # moves off and starts once it has stopped.
+        d["speed"] = np.maximum(np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else np.zeros(n)
     return out
 
 
@@ -141,6 +148,8 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
+            c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
+            c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
             total += 1
     return total
 
@@ -157,6 +166,8 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
         a, b = c.start - start, c.end - start
         if b >= a:
             c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
+            c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
+            c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
 
 
 def _smooth(t: float) -> float:
@@ -164,33 +175,67 @@ def _smooth(t: float) -> float:
     return t * t * (3.0 - 2.0 * t)
 
 
-def weight_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> tuple[float, Optional[Vector]]:
-    """Lock weight (0..1) of a foot at `frame` and its lock point (armature space): 1 inside a contact,
-    easing from 0 over the EASE seconds before it and after it."""
+@dataclass(frozen=True)
+class Lock:
+    """What foot locking does to a foot on one frame: `weight` 1 pins the ankle (along the ground) to
+    `point`; otherwise the ankle is shifted by `offset` (along the ground). `down` 1 puts the sole on the
+    ground (in a contact); otherwise `rise` is added to the sole's height above the floor. Points,
+    offsets and `rise` in the armature's space and units."""
+
+    weight: float
+    point: Optional[Vector]
+    offset: Vector
+    down: float
+    rise: float
+
+
+NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0)
+
+
+def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> Lock:
+    """Foot locking at `frame`. In a contact the ankle stays at the contact's lock point and the sole is
+    on the ground. Between two contacts the foot carries the correction it had at lift-off (along the
+    ground and in height) and blends it linearly, over the whole swing, into the one it needs at the
+    next landing, so no frame jumps and the change is spread as thin as the swing allows; before the
+    first and after the last contact the correction fades over FADE seconds."""
     if not limb.use_lock or not limb.contacts:
-        return 0.0, None
-    ease = max(1.0, EASE * fps)
-    best, lock = 0.0, None
+        return NO_LOCK
+    fade = max(1.0, FADE * fps)
+    prev = nxt = None
     for c in limb.contacts:
         if c.start <= frame <= c.end:
-            return 1.0, Vector(c.lock)
-        if frame < c.start:
-            w = _smooth(1.0 - (c.start - frame) / ease)
-        else:
-            w = _smooth(1.0 - (frame - c.end) / ease)
-        if w > best:
-            best, lock = w, Vector(c.lock)
-    return best, lock
+            return Lock(1.0, Vector(c.lock), Vector((0.0, 0.0, 0.0)), 1.0, 0.0)
+        if c.end < frame and (prev is None or c.end > prev.end):
+            prev = c
+        if c.start > frame and (nxt is None or c.start < nxt.start):
+            nxt = c
+    if prev is not None and nxt is not None:
+        t = min(1.0, max(0.0, (frame - prev.end) / max(1.0, nxt.start - prev.end)))
+        offset = (Vector(prev.lock) - Vector(prev.leave)).lerp(Vector(nxt.lock) - Vector(nxt.enter), t)
+        rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
+    elif prev is not None:
+        k = _smooth(1.0 - (frame - prev.end) / fade)
+        offset, rise = (Vector(prev.lock) - Vector(prev.leave)) * k, -prev.drop_out * k
+    elif nxt is not None:
+        k = _smooth(1.0 - (nxt.start - frame) / fade)
+        offset, rise = (Vector(nxt.lock) - Vector(nxt.enter)) * k, -nxt.drop_in * k
+    else:
+        offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
+    return Lock(0.0, None, offset, 0.0, rise)
 
 
-def weights_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> tuple[np.ndarray, np.ndarray]:
-    """`weight_at` for frames first..first+count-1: (weights (N,), lock points (N, 3))."""
-    w = np.zeros(count)
-    lock = np.zeros((count, 3))
+def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> dict[str, np.ndarray]:
+    """`lock_at` for frames first..first+count-1, as arrays: weight, point, offset, down, rise."""
+    out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
+           "down": np.zeros(count), "rise": np.zeros(count)}
     if not limb.use_lock or not limb.contacts:
-        return w, lock
+        return out
     for k in range(count):
-        wk, lk = weight_at(limb, first + k, fps)
-        if lk is not None:
-            w[k], lock[k] = wk, lk
-    return w, lock
+        lk = lock_at(limb, first + k, fps)
+        out["weight"][k] = lk.weight
+        if lk.point is not None:
+            out["point"][k] = lk.point
+        out["offset"][k] = lk.offset
+        out["down"][k] = lk.down
+        out["rise"][k] = lk.rise
+    return out

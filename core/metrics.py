@@ -1,27 +1,46 @@
-"""Contact quality of an animation over a terrain: penetration, hover, skate, bone length error.
+"""Motion quality, one module for tests, the CLI report and the benchmarks; lengths relative to the limb.
 
-All distances are reported in scene units and as fractions of the limb's length, so clips of any
-scale compare. A foot is *in contact* on a frame when its lowest sole point is within
-`CONTACT_BAND` x leg length of the terrain and its sole moves slower than `CONTACT_SPEED` leg lengths
-per second (so clips at 24, 30 or 120 fps agree); hover and skate are measured over contact frames only.
+Per foot, over a clip: penetration (the deepest any sole point, heel and toe, goes below the ground),
+hover (the lowest sole point's height above the ground on contact frames, mean and max), skate (the
+ankle's horizontal travel during each contact, mean and max over contacts), pops (the largest angular
+velocity and acceleration of the knee and of the hip). Per limb: bone length error (how far a chain
+bone's length strays from its rest length, relative). Per hand with a target: reach error on frames
+where the target is within reach. Contacts are the rig's own (`limb.contacts`), so the source
+animation and the result are measured on the same frames.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Optional
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
 from mathutils import Vector
 
 from ..properties import settings
-from .ground import Terrain
+from .ground import Hit
 from .plant import heel_local, limb_is_usable, up_axis, world_scale
 
 if TYPE_CHECKING:
     import bpy
 
-CONTACT_BAND = 0.03
-CONTACT_SPEED = 0.5
+
+class FlatGround:
+    """A plane through `point` across `up`, with the terrain's down-ray interface (the source animation's
+    own floor, to measure its hover and skate on the ground it was recorded on)."""
+
+    def __init__(self, point: Vector, up: Vector):
+        self.point, self.up = point, up
+
+    def ray(self, origin: Vector, direction: Vector, distance: float) -> Optional[Hit]:
+        denom = direction.dot(self.up)
+        if denom == 0.0:
+            return None
+        t = (self.point - origin).dot(self.up) / denom
+        if t < 0.0 or t > distance:
+            return None
+        return Hit(origin + direction * t, self.up.copy())
 
 
 @dataclass
@@ -30,42 +49,51 @@ class LimbMetrics:
     kind: str
     frames: int
     leg_length: float
-    penetration_max: float = 0.0  # deepest a sole point goes below the terrain (units)
-    penetration_frames: int = 0  # frames with a sole point below the terrain by more than 1e-4 x leg
+    contacts: int = 0
     contact_frames: int = 0
-    hover_mean: float = 0.0  # mean height of the lowest sole point above the terrain on contact frames
+    penetration_max: float = 0.0
+    penetration_frames: int = 0
+    hover_mean: float = 0.0
     hover_max: float = 0.0
-    skate_mean: float = 0.0  # mean sole slide along the ground per contact frame
+    skate_mean: float = 0.0
     skate_max: float = 0.0
-    bone_length_error: float = 0.0  # largest relative change of a chain bone's length
-    _heights: list[float] = field(default_factory=list, repr=False)
-    _prev: Optional[Vector] = field(default=None, repr=False)
-    _slides: list[float] = field(default_factory=list, repr=False)
-    _hovers: list[float] = field(default_factory=list, repr=False)
+    knee_velocity_max: float = 0.0  # degrees per second
+    knee_acceleration_max: float = 0.0  # degrees per second squared
+    hip_velocity_max: float = 0.0
+    hip_acceleration_max: float = 0.0
+    bone_length_error: float = 0.0
+    reach_error_max: float = 0.0  # hands: distance to a reachable target
+    reach_frames: int = 0
 
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        for k in [k for k in d if k.startswith("_")]:
-            del d[k]
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
         leg = self.leg_length or 1.0
-        for k in ("penetration_max", "hover_mean", "hover_max", "skate_mean", "skate_max"):
+        for k in ("penetration_max", "hover_mean", "hover_max", "skate_mean", "skate_max", "reach_error_max"):
             d[k + "_rel"] = d[k] / leg
         return d
 
 
-class Meter:
-    """Accumulates metrics frame by frame for every foot and hand of one rig."""
+@dataclass
+class _Track:
+    heights: list[float] = field(default_factory=list)  # lowest sole point above the ground (nan: no ground)
+    ankle: list[Vector] = field(default_factory=list)
+    knee: list[Any] = field(default_factory=list)  # local rotation of the lower bone in the upper's frame
+    hip: list[Any] = field(default_factory=list)  # local rotation of the upper bone in its parent's frame
+    length_error: float = 0.0
+    reach: list[float] = field(default_factory=list)
 
-    def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], fps: float = 24.0):
-        self.obj = obj
-        self.fps = fps
-        self.terrain = terrain
+
+class Meter:
+    """Samples one rig frame by frame (call `sample()` after each frame_set), then `result()`."""
+
+    def __init__(self, obj: bpy.types.Object, ground: Any, fps: float, first_frame: int):
+        self.obj, self.ground, self.fps, self.first = obj, ground, fps, first_frame
         s = settings(obj)
         self.limbs = [lb for lb in s.limbs if lb.enabled and limb_is_usable(obj, lb)]
-        scale = world_scale(obj)
-        self.rest = {lb.name: {b.bone: obj.data.bones[b.bone].length for b in lb.bones} for lb in self.limbs}
-        self.metrics = {lb.name: LimbMetrics(lb.name, lb.kind, 0, sum(self.rest[lb.name].values()) * scale)
-                        for lb in self.limbs}
+        bones = obj.data.bones
+        self.rest = {lb.name: {b.bone: bones[b.bone].length for b in lb.bones} for lb in self.limbs}
+        self.tracks = {lb.name: _Track() for lb in self.limbs}
+        self.heels = {lb.name: heel_local(obj, lb.end_bone, lb.foot_offset) for lb in self.limbs if lb.end_bone}
 
     def sample(self) -> None:
         obj = self.obj
@@ -73,57 +101,151 @@ class Meter:
         mw = obj.matrix_world
         pbs = obj.pose.bones
         for lb in self.limbs:
-            m = self.metrics[lb.name]
-            m.frames += 1
-            for name, rest in self.rest[lb.name].items():
+            tr = self.tracks[lb.name]
+            names = [b.bone for b in lb.bones if b.bone]
+            for n in names:
+                pb = pbs[n]
+                rest = self.rest[lb.name][n]
                 if rest > 0.0:
-                    m.bone_length_error = max(m.bone_length_error, abs(pbs[name].length - rest) / rest)
-            if lb.kind != "FOOT" or self.terrain is None or not lb.end_bone:
+                    tr.length_error = max(tr.length_error, abs((pb.tail - pb.head).length - rest) / rest)
+            if len(names) >= 2:
+                upper, lower = pbs[names[0]], pbs[names[1]]
+                tr.knee.append((upper.matrix.to_quaternion().inverted() @ lower.matrix.to_quaternion()).normalized())
+                parent = upper.parent
+                pq = parent.matrix.to_quaternion() if parent is not None else mw.to_quaternion()
+                tr.hip.append((pq.inverted() @ upper.matrix.to_quaternion()).normalized())
+            if lb.kind == "HAND" and lb.target_object is not None and lb.end_bone:
+                t = lb.target_object.matrix_world.translation
+                root = mw @ pbs[names[0]].head
+                reach = sum(self.rest[lb.name].values()) * world_scale(obj)
+                if (t - root).length <= 0.99 * reach:
+                    tr.reach.append((mw @ pbs[lb.end_bone].head - t).length)
+            if lb.kind != "FOOT" or not lb.end_bone:
                 continue
-            leg = m.leg_length
+            leg = sum(self.rest[lb.name].values()) * world_scale(obj)
             foot = pbs[lb.end_bone]
-            pts = [mw @ (foot.matrix @ heel_local(obj, lb.end_bone, lb.foot_offset))]
+            pts = [mw @ (foot.matrix @ self.heels[lb.name])]
             if lb.toe_bone and lb.toe_bone in pbs:
                 pts.append(mw @ pbs[lb.toe_bone].tail)
             heights = []
             for p in pts:
-                hit = self.terrain.ray(p + up * (2.0 * leg), -up, 4.0 * leg)
-                if hit is not None:
-                    heights.append((p - hit.location).dot(up))
-            if not heights:
-                m._prev = None
-                continue
-            low = min(heights)
-            if low < -1e-4 * leg:
-                m.penetration_frames += 1
-            m.penetration_max = max(m.penetration_max, -low)
-            sole = pts[heights.index(low)]
-            slide = None
-            if m._prev is not None:
-                d = sole - m._prev
-                slide = (d - up * d.dot(up)).length
-            m._prev = sole
-            if low <= CONTACT_BAND * leg and slide is not None and slide <= CONTACT_SPEED * leg / self.fps:
-                m.contact_frames += 1
-                m._hovers.append(max(0.0, low))
-                m._slides.append(slide)
+                hit = self.ground.ray(p + up * (2.0 * leg), -up, 4.0 * leg) if self.ground is not None else None
+                heights.append((p - hit.location).dot(up) if hit is not None else math.nan)
+            finite = [h for h in heights if not math.isnan(h)]
+            tr.heights.append(min(finite) if finite else math.nan)
+            tr.ankle.append(mw @ foot.head)
 
     def result(self) -> list[LimbMetrics]:
-        for m in self.metrics.values():
-            if m._hovers:
-                m.hover_mean = sum(m._hovers) / len(m._hovers)
-                m.hover_max = max(m._hovers)
-                m.skate_mean = sum(m._slides) / len(m._slides)
-                m.skate_max = max(m._slides)
-        return list(self.metrics.values())
+        out = []
+        up = up_axis(self.obj)
+        for lb in self.limbs:
+            tr = self.tracks[lb.name]
+            leg = sum(self.rest[lb.name].values()) * world_scale(self.obj)
+            n = max(len(tr.knee), len(tr.heights), 1)
+            m = LimbMetrics(lb.name, lb.kind, n, leg, bone_length_error=tr.length_error)
+            m.knee_velocity_max, m.knee_acceleration_max = _angular(tr.knee, self.fps)
+            m.hip_velocity_max, m.hip_acceleration_max = _angular(tr.hip, self.fps)
+            if tr.reach:
+                m.reach_error_max, m.reach_frames = max(tr.reach), len(tr.reach)
+            if lb.kind == "FOOT" and tr.heights:
+                low = np.asarray(tr.heights)
+                if np.isfinite(low).any():
+                    m.penetration_max = float(max(0.0, -np.nanmin(low)))
+                    m.penetration_frames = int(np.count_nonzero(low < -1e-4 * leg))
+                hovers, skates = [], []
+                for c in lb.contacts:
+                    a, b = max(0, c.start - self.first), min(len(tr.heights) - 1, c.end - self.first)
+                    if b < a:
+                        continue
+                    m.contacts += 1
+                    m.contact_frames += b - a + 1
+                    hovers += [max(0.0, h) for h in tr.heights[a:b + 1] if not math.isnan(h)]
+                    travel = 0.0
+                    for p, q in zip(tr.ankle[a:b], tr.ankle[a + 1:b + 1]):
+                        d = q - p
+                        travel += (d - up * d.dot(up)).length
+                    skates.append(travel)
+                if hovers:
+                    m.hover_mean, m.hover_max = float(np.mean(hovers)), float(max(hovers))
+                if skates:
+                    m.skate_mean, m.skate_max = float(np.mean(skates)), float(max(skates))
+            out.append(m)
+        return out
 
 
-def measure(obj: bpy.types.Object, terrain: Optional[Terrain], frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
-    """Metrics of `obj` as it plays (whatever it plays: the source with live preview, or a bake)."""
-    meter = Meter(obj, terrain, scene.render.fps / scene.render.fps_base)
+def _angular(rotations: list[Any], fps: float) -> tuple[float, float]:
+    """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations."""
+    if len(rotations) < 2:
+        return 0.0, 0.0
+    omegas = []
+    for q0, q1 in zip(rotations, rotations[1:]):
+        d = q0.inverted() @ q1
+        if d.w < 0.0:
+            d.negate()
+        axis, angle = d.to_axis_angle()
+        omegas.append(np.asarray(axis) * angle * fps)
+    w = np.asarray(omegas)
+    speed = np.degrees(np.linalg.norm(w, axis=1)).max()
+    acc = np.degrees(np.linalg.norm(np.diff(w, axis=0), axis=1)).max() * fps if len(w) > 1 else 0.0
+    return float(speed), float(acc)
+
+
+def measure(obj: bpy.types.Object, ground: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
+    """Metrics of `obj` as it plays over `frames` (whatever it plays: the source, live preview or a bake)."""
+    from .contacts import fps_of
+
+    meter = Meter(obj, ground, fps_of(scene), frames[0])
     current = scene.frame_current
     for f in frames:
         scene.frame_set(f)
         meter.sample()
     scene.frame_set(current)
     return meter.result()
+
+
+def source_floor(obj: bpy.types.Object) -> FlatGround:
+    """The source animation's own floor (the armature's floor height), as a ground to measure on."""
+    s = settings(obj)
+    return FlatGround(obj.matrix_world @ Vector((0.0, 0.0, s.floor_height)), up_axis(obj))
+
+
+def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
+    """The source animation's own figures (live preview off, the source action): hover, skate and pops on
+    its own floor, penetration against `terrain` (what Contact IK fixes)."""
+    from . import anim, bake, live
+
+    action = anim.action_of(obj)
+    source = bake.source_of(action)
+    slot = getattr(anim.slot_of(obj), "identifier", None)
+    was_live = obj.name in live.live_rigs
+    live.live_rigs.discard(obj.name)
+    live.restore_for_edit(obj)
+    if source is not None:
+        anim.assign(obj, source, slot)
+    try:
+        own = measure(obj, source_floor(obj), frames, scene)
+        on_terrain = measure(obj, terrain, frames, scene) if terrain is not None else own
+    finally:
+        if source is not None and action is not None:
+            anim.assign(obj, action, slot)
+        if was_live:
+            live.live_rigs.add(obj.name)
+        scene.frame_set(scene.frame_current)
+    for m, t in zip(own, on_terrain):
+        m.penetration_max, m.penetration_frames = t.penetration_max, t.penetration_frames
+    return own
+
+
+def compare(ours: list[LimbMetrics], source: list[LimbMetrics]) -> list[dict[str, Any]]:
+    """Rows pairing each limb's metrics with the source's, and the pops ratios."""
+    by = {m.limb: m for m in source}
+    rows = []
+    for m in ours:
+        src = by.get(m.limb)
+        row = {"ours": m.as_dict(), "source": src.as_dict() if src else None}
+        if src is not None:
+            for k in ("knee_velocity_max", "hip_velocity_max", "knee_acceleration_max", "hip_acceleration_max"):
+                base = getattr(src, k)
+                row[k + "_ratio"] = getattr(m, k) / base if base > 0 else float("nan")
+        rows.append(row)
+    return rows

@@ -32,6 +32,10 @@ REACH_MARGIN = 0.995
 BODY_RADIUS = 0.6
 # A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
 PLANE_EPS = 0.01
+# How far (x leg length) the knee's pole leans toward where the foot points, so a straight leg has one.
+FORWARD_BIAS = 0.02
+# A knee bent less than this (x leg length) off the hip-ankle line counts as nearly straight.
+STRAIGHT = 0.1
 
 
 @dataclass
@@ -164,7 +168,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         if pole is not None:
             pole = pole + shift
         elif limb.pole_mode == "AUTO":
-            pole = fk_plane_pole(pose)
+            pole = fk_plane_pole(pose, foot=True)
         sol = solve_limb(pose, target, pole=pole, weight=weights[limb.as_pointer()], softness=settings.softness,
                          target_rotation=rotation)
         rig.write_solution(obj, plan.bones, sol, end_bone=limb.end_bone or None)
@@ -200,10 +204,12 @@ class _FootPlan:
     reach: float
 
 
-def fk_plane_pole(pose: ChainPose) -> Optional[Vector]:
+def fk_plane_pole(pose: ChainPose, foot: bool = False) -> Optional[Vector]:
     """A pole in the plane the animation bends the limb in (hip, knee, ankle), a chain length out from the
-    middle: the knee keeps pointing where the FK pointed it. A nearly straight limb has no plane; its
-    end bone's forward axis (where the foot points) then says where the knee goes."""
+    middle: the knee keeps pointing where the FK pointed it. For a leg (`foot`), the end bone's forward
+    axis keeps the knee in front: a knee the animation overextends backwards is mirrored forward and a
+    straight leg bends where the foot points, continuously (no switch, so no flip from frame to frame).
+    For an arm with no bend there is no plane: None."""
     if pose.bone_count != 2:
         return None
     pts = pose.positions()
@@ -214,13 +220,19 @@ def fk_plane_pole(pose: ChainPose) -> Optional[Vector]:
     a = axis.normalized()
     leg = pose.chain_length()
     perp = (knee - hip) - a * (knee - hip).dot(a)
-    if perp.length < PLANE_EPS * leg:
-        if pose.end_frame is None:
-            return None
+    if foot and pose.end_frame is not None:
         fwd = pose.end_frame.to_3x3() @ Vector((0.0, 1.0, 0.0))
-        perp = fwd - a * fwd.dot(a)
-        if perp.length < 1e-9 * max(fwd.length, 1e-30):
-            return None
+        fwd = fwd - a * fwd.dot(a)
+        if fwd.length > 1e-9 * leg:
+            f = fwd.normalized()
+            along = perp.dot(f)
+            # Only a nearly straight knee is corrected (fully when straight, not at all from a bend of
+            # STRAIGHT x leg): a folded leg (a hop, a kneel) keeps its own plane whatever the foot does.
+            t = min(1.0, perp.length / (STRAIGHT * leg))
+            m = 1.0 - t * t * (3.0 - 2.0 * t)
+            perp = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * min(along, 0.0)))
+    if perp.length < PLANE_EPS * leg:
+        return None
     return (hip + tip) * 0.5 + perp.normalized() * leg
 
 
@@ -236,16 +248,21 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     assert pose.end_frame is not None
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
-    from .contacts import weight_at
+    from .contacts import lock_at
 
-    lock_w, lock = weight_at(limb, timing[0], timing[1])
-    if lock is not None and lock_w > 0.0:
-        # Foot locking: along the ground toward the contact's lock point, and the sole down onto it.
-        d = obj.matrix_world @ lock - ankle
-        move = (d - up * d.dot(up)) * lock_w
+    lock = lock_at(limb, timing[0], timing[1])
+    if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
+        # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
+        # carries it between contacts), and the sole down onto the ground.
+        if lock.point is not None:
+            d = obj.matrix_world @ lock.point - ankle
+        else:
+            d = obj.matrix_world.to_3x3() @ lock.offset
+        move = d - up * d.dot(up)
         ankle = ankle + move
         soles = [p + move for p in soles]
-        heights = [h * (1.0 - lock_w) for h in heights]
+        rise = lock.rise * world_scale(obj)
+        heights = [h * (1.0 - lock.down) + rise for h in heights]
     clearance = max(0.0, min(heights))
     under = terrain_height(terrain, ankle, up, base, reach)
     if under is None:
