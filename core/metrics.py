@@ -242,7 +242,7 @@ def compare(ours: list[LimbMetrics], source: list[LimbMetrics]) -> list[dict[str
     rows = []
     for m in ours:
         src = by.get(m.limb)
-        row = {"ours": m.as_dict(), "source": src.as_dict() if src else None}
+        row: dict[str, Any] = {"ours": m.as_dict(), "source": src.as_dict() if src else None}
         if src is not None:
             for k in ("knee_velocity_max", "hip_velocity_max", "knee_acceleration_max", "hip_acceleration_max"):
                 base = getattr(src, k)
