@@ -273,6 +273,7 @@ class _Limb:
     target_object: Any = None
     target_bone: str = ""
     auto_pole: bool = False
+    rest_length: float = 0.0  # chain length at rest, armature units
     lock: Optional[dict[str, np.ndarray]] = None  # foot locking per frame (`contacts.locks_over`)
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
@@ -324,6 +325,7 @@ class BatchRig:
         for lb in self.limbs:
             prop = s.limbs[lb.index]
             lb.auto_pole = prop.pole_mode == "AUTO"
+            lb.rest_length = sum(obj.data.bones[b.bone].length for b in prop.bones if b.bone)
             if lb.kind == "FOOT":
                 lb.lock = locks_over(prop, self.first, n, self.fps)
             lb.static_target = _static(lb.target_object) and not lb.target_bone
@@ -450,14 +452,19 @@ class BatchRig:
         rots = np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
                          for j, m in enumerate(self.modes)], 1)
 
+        feet = [lb for lb in self.limbs if lb.kind == "FOOT"]
+        window = np.zeros(n)
+        if self.pelvis >= 0 and feet and self.terrain is not None:
+            leg_body = max(lb.rest_length for lb in feet) * world_scale
+            window = self._body_ground(world, up, base, leg_body)
         plans = []
-        for lb in self.limbs:
-            if lb.kind == "FOOT" and self.terrain is not None:
-                plans.append((lb, *self._plan_foot(lb, frame, world, up, base, world_scale)))
+        for lb in feet:
+            if self.terrain is not None:
+                plans.append((lb, *self._plan_foot(lb, frame, world, up, base, world_scale, window)))
         offset = np.zeros(n)
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
-            offset, moved = self._pelvis_offset(plans, world, up, base)
+            offset, moved = self._reach_drop(plans, window, up)
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
         out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
@@ -484,7 +491,7 @@ class BatchRig:
                         np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
         return out
 
-    def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale):  # type: ignore[no-untyped-def]
+    def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale, window):  # type: ignore[no-untyped-def]
         s = self.slot
         f0, f1 = frame[:, s[lb.chain[0]]], frame[:, s[lb.chain[1]]]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
@@ -509,7 +516,8 @@ class BatchRig:
             soles = [p + move for p in soles]
             heights = heights * (1.0 - lk["down"])[:, None] + (lk["rise"] * world_scale)[:, None]
         clearance = np.maximum(0.0, heights.min(1))
-        under = self._cast(ankle, reach, up)
+        lift = up * window[:, None]
+        under = self._cast(ankle + lift, reach, up)
         planned = under.hit
         ground = under.height - np.einsum("ni,ni->n", base, up)
         tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
@@ -525,7 +533,7 @@ class BatchRig:
         deficits = []
         for p, h in zip(soles, heights.T):
             m = target + qrot(tilt, p - ankle)
-            below = self._cast(m, reach, up)
+            below = self._cast(m, reach, up)  # m is already at the ground's height
             bh = below.height - np.einsum("ni,ni->n", base, up)
             deficits.append(np.where(below.hit, bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up), -np.inf))
         best = np.max(np.stack(deficits, 1), 1)
@@ -551,13 +559,10 @@ class BatchRig:
             hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
         return DownHits(hit, height, normal)
 
-    def _pelvis_offset(self, plans, world, up, base):  # type: ignore[no-untyped-def]
+    def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
+        """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""
         n = self.frames
-        any_plan = np.zeros(n, dtype=bool)
-        leg = np.zeros(n)
-        for _lb, planned, _t, _r, _hip, lg in plans:
-            any_plan |= planned
-            leg = np.where(planned, np.maximum(leg, lg), leg)
+        assert self.terrain is not None
         centre = world[:, self.slot[self.pelvis], :3, 3]
         radius = BODY_RADIUS * leg
         side = np.empty((n, 3))
@@ -574,13 +579,28 @@ class BatchRig:
                 a = 2.0 * math.pi * (k + 0.5 * ring) / 12.0
                 samples.append(centre + (side * math.cos(a) + fwd * math.sin(a)) * r[:, None])
         pts = np.stack(samples, 1)  # (N, 37, 3)
-        reach = 2.0 * leg + np.einsum("ni,ni->n", centre - base, up)
-        hits = self._cast(pts.reshape(-1, 3), np.repeat(reach, pts.shape[1]), np.repeat(up, pts.shape[1], axis=0))  # noqa: E501
-        h = (hits.height.reshape(n, -1) - np.einsum("ni,ni->n", base, up)[:, None])
+        m = pts.shape[1]
+        ups = np.repeat(up, m, axis=0)
+        flat = pts.reshape(-1, 3)
+        h = np.einsum("ni,ni->n", flat, ups)
+        if np.all(up == up[0]):
+            low, high = self.terrain.extent(up[0])
+            reach = np.maximum(np.abs(high - h), np.abs(h - low)) + np.repeat(leg, m)
+        else:
+            ext = np.array([self.terrain.extent(u) for u in ups])
+            reach = np.maximum(np.abs(ext[:, 1] - h), np.abs(h - ext[:, 0])) + np.repeat(leg, m)
+        hits = self._cast(flat, reach, ups)
+        hh = hits.height.reshape(n, -1) - np.einsum("ni,ni->n", base, up)[:, None]
         got = hits.hit.reshape(n, -1)
         count = got.sum(1)
-        offset = np.where(count > 0, np.where(got, h, 0.0).sum(1) / np.maximum(count, 1), 0.0)
+        return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)
+
+    def _reach_drop(self, plans, window, up):  # type: ignore[no-untyped-def]
+        """`plant._reach_drop` over all frames: (offset, whether the pelvis moves)."""
+        any_plan = np.zeros(self.frames, dtype=bool)
+        offset = window.copy()
         for _lb, planned, target, _r, hip, lg in plans:
+            any_plan |= planned
             hp = hip + up * offset[:, None]
             reach_l = REACH_MARGIN * lg
             d = target - hp

@@ -42,6 +42,17 @@ class Terrain:
         self.tris = tris
         self._down: dict[tuple[float, ...], Any] = {}
 
+    def extent(self, up: Sequence[float]) -> tuple[float, float]:
+        """Lowest and highest point of the terrain along `up`."""
+        key = ("extent",) + tuple(round(float(c), 12) for c in up)
+        if key not in self._down:
+            if self.verts is None or not len(self.verts):
+                self._down[key] = (0.0, 0.0)
+            else:
+                h = self.verts @ np.asarray(up, dtype=np.float64)
+                self._down[key] = (float(h.min()), float(h.max()))
+        return self._down[key]  # type: ignore[no-any-return]
+
     def down_rays(self, up: Sequence[float]) -> Any:
         """The bulk down-ray caster (`heightfield.DownRays`) for this terrain and `up`, built once."""
         from .heightfield import DownRays

@@ -147,16 +147,24 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
     feet = [lb for lb in limbs if lb.kind == "FOOT"]
     others = [lb for lb in limbs if lb.kind != "FOOT"]
 
+    pelvis = settings.pelvis_bone if settings.pelvis_bone in obj.pose.bones else ""
+    # The ground under the body first: the feet look for the terrain around its height, so a clip that
+    # walks far up a slope or a flight of stairs still finds the ground under every step.
+    body = None
+    if pelvis and feet:
+        leg_body = max(rest_leg_length(src, _bone_names(lb)) for lb in feet)
+        body = _body_ground(src, pelvis, terrain, up, base, leg_body)
+    window = body if body is not None else 0.0
+
     plans = []
     for limb in feet:
-        plan = _plan_foot(src, limb, terrain, up, base, timing)
+        plan = _plan_foot(src, limb, terrain, up, base, timing, window)
         if plan is not None:
             plans.append(plan)
 
     offset = 0.0
-    pelvis = settings.pelvis_bone if settings.pelvis_bone in obj.pose.bones else ""
     if pelvis and settings.body_follow and plans:
-        offset = _pelvis_offset(src, pelvis, plans, terrain, up, base)
+        offset = _reach_drop(window, plans, up)
         _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
     result.pelvis_offset = offset
@@ -236,7 +244,10 @@ def fk_plane_pole(pose: ChainPose, foot: bool = False) -> Optional[Vector]:
     return (hip + tip) * 0.5 + perp.normalized() * leg
 
 
-def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tuple[float, float]) -> Optional[_FootPlan]:
+def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tuple[float, float],
+               window: float = 0.0) -> Optional[_FootPlan]:
+    """The foot's target and rotation. Rays search `reach` above and below the foot raised by `window`
+    (the terrain height under the body), where the ground under the foot is expected."""
     names = _bone_names(limb)
     if not limb.end_bone:
         return None
@@ -264,7 +275,8 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         rise = lock.rise * world_scale(obj)
         heights = [h * (1.0 - lock.down) + rise for h in heights]
     clearance = max(0.0, min(heights))
-    under = terrain_height(terrain, ankle, up, base, reach)
+    lift = up * window
+    under = terrain_height(terrain, ankle + lift, up, base, reach)
     if under is None:
         return None  # the ray missed the terrain: the foot keeps its animated pose
     ground, normal = under
@@ -281,7 +293,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     moved = [target + tilt @ (p - ankle) for p in soles]
     deficits = []
     for p, h in zip(moved, heights):
-        below = terrain_height(terrain, p, up, base, reach)
+        below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
         if below is not None:
             deficits.append(below[0] + max(0.0, h) - (p - base).dot(up))
     if deficits:
@@ -290,21 +302,27 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     return _FootPlan(limb, names, pose, hip, target, rotation, leg)
 
 
-def _pelvis_offset(obj, pelvis: str, plans: list[_FootPlan], terrain: Terrain, up: Vector, base: Vector) -> float:
-    """Mean terrain height under the body, lowered where a leg could not otherwise reach its target."""
+def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:
+    """Mean terrain height (above `base`, along `up`) over a disk under the pelvis, or None where the disk
+    misses the terrain. Cast from above the whole terrain: the highest surface under each sample."""
     centre = obj.matrix_world @ obj.pose.bones[pelvis].head
-    leg = max(p.reach for p in plans)
     radius = BODY_RADIUS * leg
     # A horizontal frame at the pelvis for the ring of samples.
     side = up.orthogonal().normalized()
     fwd = up.cross(side)
+    low, high = terrain.extent(up)
     heights = []
     for p in _disk_samples(centre, side, fwd, radius):
-        h = terrain_height(terrain, p, up, base, 2.0 * leg + (centre - base).dot(up))
-        if h is not None:
-            heights.append(h[0])
-    offset = sum(heights) / len(heights) if heights else 0.0
-    # Drop so that every planted ankle target is within reach of its hip.
+        h = p.dot(up)
+        reach = max(abs(high - h), abs(h - low)) + leg
+        hit = terrain_height(terrain, p, up, base, reach)
+        if hit is not None:
+            heights.append(hit[0])
+    return sum(heights) / len(heights) if heights else None
+
+
+def _reach_drop(offset: float, plans: list[_FootPlan], up: Vector) -> float:
+    """The pelvis offset `offset` lowered where a leg could not otherwise reach its target."""
     for plan in plans:
         hip = plan.hip + up * offset
         reach = REACH_MARGIN * plan.reach

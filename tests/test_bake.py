@@ -208,7 +208,7 @@ def test_fast_bake_equals_the_frame_by_frame_bake(kind):
     col = 0
     for c in a.channels:
         va, vb = a.values[:, col:col + c.size], b.values[:, col:col + c.size]
-        tol = 1e-5 * leg if c.prop == "location" else 2e-5
+        tol = 1e-5 * leg if c.prop == "location" else 1e-4  # BVH (float32) against numpy (float64) rays
         assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
         col += c.size
     slow.cancel()
