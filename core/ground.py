@@ -40,7 +40,7 @@ class Terrain:
         self.triangle_count = triangle_count
         self.verts = verts
         self.tris = tris
-        self._down: dict[tuple[float, ...], Any] = {}
+        self._down: dict[tuple[Any, ...], Any] = {}
 
     def extent(self, up: Sequence[float]) -> tuple[float, float]:
         """Lowest and highest point of the terrain along `up`."""
