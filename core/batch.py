@@ -520,6 +520,20 @@ class BatchRig:
         under = self._cast(ankle + lift, reach, up)
         planned = under.hit
         ground = under.height - np.einsum("ni,ni->n", base, up)
+        if lk is not None and (lk["w0"].any() or lk["w1"].any()):
+            # `plant._plan_foot`: the ground height from the contacts around.
+            blended = np.zeros(self.frames)
+            used = np.zeros(self.frames)
+            for key in ("0", "1"):
+                w = lk["w" + key]
+                p = xform(self.mw, lk["a" + key])
+                p = p - up * np.einsum("ni,ni->n", p - ankle, up)[:, None]
+                hit = self._cast(p + lift, reach, up)
+                ok = hit.hit & (w > 0.0)
+                hh = hit.height - np.einsum("ni,ni->n", base, up)
+                blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
+                used += np.where(ok, w, 0.0)
+            ground = blended + (1.0 - used) * ground
         tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
         if lb.align:
             contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)

@@ -187,6 +187,10 @@ class Lock:
     offset: Vector
     down: float
     rise: float
+    # Where the ground height for the foot comes from: lock points with weights (the rest, up to 1,
+    # from the ground under the ankle). A swinging foot follows the line between the ground it left
+    # and the ground it lands on, not every edge it passes over.
+    anchors: tuple[tuple[Vector, float], ...] = ()
 
 
 NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0)
@@ -204,30 +208,35 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> Lock:
     prev = nxt = None
     for c in limb.contacts:
         if c.start <= frame <= c.end:
-            return Lock(1.0, Vector(c.lock), Vector((0.0, 0.0, 0.0)), 1.0, 0.0)
+            return Lock(1.0, Vector(c.lock), Vector((0.0, 0.0, 0.0)), 1.0, 0.0, ((Vector(c.lock), 1.0),))
         if c.end < frame and (prev is None or c.end > prev.end):
             prev = c
         if c.start > frame and (nxt is None or c.start < nxt.start):
             nxt = c
+    anchors: tuple[tuple[Vector, float], ...] = ()
     if prev is not None and nxt is not None:
         t = min(1.0, max(0.0, (frame - prev.end) / max(1.0, nxt.start - prev.end)))
         offset = (Vector(prev.lock) - Vector(prev.leave)).lerp(Vector(nxt.lock) - Vector(nxt.enter), t)
         rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
+        anchors = ((Vector(prev.lock), 1.0 - t), (Vector(nxt.lock), t))
     elif prev is not None:
         k = _smooth(1.0 - (frame - prev.end) / fade)
         offset, rise = (Vector(prev.lock) - Vector(prev.leave)) * k, -prev.drop_out * k
+        anchors = ((Vector(prev.lock), k),)
     elif nxt is not None:
         k = _smooth(1.0 - (nxt.start - frame) / fade)
         offset, rise = (Vector(nxt.lock) - Vector(nxt.enter)) * k, -nxt.drop_in * k
+        anchors = ((Vector(nxt.lock), k),)
     else:
         offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
-    return Lock(0.0, None, offset, 0.0, rise)
+    return Lock(0.0, None, offset, 0.0, rise, anchors)
 
 
 def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> dict[str, np.ndarray]:
     """`lock_at` for frames first..first+count-1, as arrays: weight, point, offset, down, rise."""
     out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
-           "down": np.zeros(count), "rise": np.zeros(count)}
+           "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
+           "a1": np.zeros((count, 3)), "w1": np.zeros(count)}
     if not limb.use_lock or not limb.contacts:
         return out
     for k in range(count):
@@ -238,4 +247,7 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
         out["offset"][k] = lk.offset
         out["down"][k] = lk.down
         out["rise"][k] = lk.rise
+        for j, (point, w) in enumerate(lk.anchors[:2]):
+            out[f"a{j}"][k] = point
+            out[f"w{j}"][k] = w
     return out

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # The foot turns to the ground while within this fraction of the leg length above the floor.
 ALIGN_FADE = 0.15
 # Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it.
-REACH_MARGIN = 0.995
+REACH_MARGIN = 0.98
 # Radius of the disk under the pelvis whose mean terrain height the body follows (x leg length).
 BODY_RADIUS = 0.6
 # A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
@@ -280,6 +280,19 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     if under is None:
         return None  # the ray missed the terrain: the foot keeps its animated pose
     ground, normal = under
+    if lock.anchors:
+        # The ground height from the contacts around (the ground left and the ground landed on).
+        blended, used = 0.0, 0.0
+        for point, w in lock.anchors:
+            if w <= 0.0:
+                continue
+            p = obj.matrix_world @ point
+            p = p - up * (p - ankle).dot(up)  # at the ankle's height, where the ray starts
+            hit = terrain_height(terrain, p + lift, up, base, reach)
+            if hit is not None:
+                blended += w * hit[0]
+                used += w
+        ground = blended + (1.0 - used) * ground
 
     tilt = Quaternion()
     if limb.align_to_normal:
