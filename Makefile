@@ -1,7 +1,7 @@
 # Contact IK developer commands. `make demo` runs the main job, `make test` runs every check.
 PY := .venv/bin/python
 
-.PHONY: venv build demo test lint typecheck clean
+.PHONY: venv build demo test lint typecheck quality bench clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -20,6 +20,13 @@ typecheck: venv
 
 test: venv lint typecheck
 	@$(PY) -m pytest -q
+
+quality: venv
+	@$(PY) tools/quality.py
+
+bench: venv
+	@$(PY) benchmarks/bench_frame_set.py
+	@$(PY) benchmarks/bench_bake.py
 
 clean:
 	rm -rf dist out .venv
