@@ -533,7 +533,16 @@ class BatchRig:
                 hh = hit.height - np.einsum("ni,ni->n", base, up)
                 blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
                 used += np.where(ok, w, 0.0)
+                if key == "0":
+                    ga = np.where(ok, hh, np.nan)
+                    pa = p
+                else:
+                    gb = np.where(ok, hh, np.nan)
+                    pb = p
             ground = blended + (1.0 - used) * ground
+            two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
+            if two.any():
+                ground = ground + self._clearance_arc(two, pa, pb, ga, gb, lk["w1"], ankle, soles, up, base, reach, lift)
         tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
         if lb.align:
             contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
@@ -572,6 +581,36 @@ class BatchRig:
             r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
             hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
         return DownHits(hit, height, normal)
+
+    def _clearance_arc(self, rows, a, b, ga, gb, t, ankle, soles, up, base, reach, lift):  # type: ignore[no-untyped-def]
+        """`plant._clearance_arc` for the frames in `rows` (0 elsewhere)."""
+        from .plant import ARC_SAMPLES
+
+        idx = np.flatnonzero(rows)
+        out = np.zeros(self.frames)
+        a, b, ga, gb, t = a[idx], b[idx], ga[idx], gb[idx], t[idx]
+        u, lf, rc = up[idx], lift[idx], np.broadcast_to(reach, (self.frames,))[idx]
+        path = b - a
+        plen = np.linalg.norm(path, axis=1)
+        direction = path / np.where(plen > 0, plen, 1.0)[:, None]
+        exts = []
+        for p in soles:
+            d = p[idx] - ankle[idx]
+            exts.append(np.linalg.norm(d - u * np.einsum("ni,ni->n", d, u)[:, None], axis=1))
+        ext = np.max(np.stack(exts, 1), 1)
+        base_h = np.einsum("ni,ni->n", base[idx], u)
+        need = np.zeros(len(idx))
+        for k in range(1, ARC_SAMPLES + 1):
+            tau = k / (ARC_SAMPLES + 1)
+            line = ga + (gb - ga) * tau
+            centre = a + path * tau
+            for q in (centre, centre + direction * ext[:, None]):
+                hit = self._cast(q + lf, rc, u)
+                hh = hit.height - base_h
+                need = np.where(hit.hit, np.maximum(need, hh - line), need)
+        need = np.where(plen > 0, need, 0.0)
+        out[idx] = need * np.sin(np.pi * t)
+        return out
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""

@@ -233,21 +233,62 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> Lock:
 
 
 def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> dict[str, np.ndarray]:
-    """`lock_at` for frames first..first+count-1, as arrays: weight, point, offset, down, rise."""
+    """`lock_at` for frames first..first+count-1, as arrays (weight, point, offset, down, rise, and the
+    ground anchors a0/w0, a1/w1), computed contact by contact over all frames at once."""
     out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
            "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
            "a1": np.zeros((count, 3)), "w1": np.zeros(count)}
     if not limb.use_lock or not limb.contacts:
         return out
-    for k in range(count):
-        lk = lock_at(limb, first + k, fps)
-        out["weight"][k] = lk.weight
-        if lk.point is not None:
-            out["point"][k] = lk.point
-        out["offset"][k] = lk.offset
-        out["down"][k] = lk.down
-        out["rise"][k] = lk.rise
-        for j, (point, w) in enumerate(lk.anchors[:2]):
-            out[f"a{j}"][k] = point
-            out[f"w{j}"][k] = w
+    cs = list(limb.contacts)
+    start = np.array([c.start for c in cs], dtype=np.float64)
+    end = np.array([c.end for c in cs], dtype=np.float64)
+    lock = np.array([tuple(c.lock) for c in cs])
+    enter = np.array([tuple(c.enter) for c in cs])
+    leave = np.array([tuple(c.leave) for c in cs])
+    drop_in = np.array([c.drop_in for c in cs])
+    drop_out = np.array([c.drop_out for c in cs])
+    f = first + np.arange(count, dtype=np.float64)
+    inside = np.full(count, -1)
+    prev = np.full(count, -1)
+    nxt = np.full(count, -1)
+    for k in range(len(cs)):  # in list order, with lock_at's tie rules
+        inside = np.where((inside < 0) & (start[k] <= f) & (f <= end[k]), k, inside)
+        prev = np.where((end[k] < f) & ((prev < 0) | (end[k] > end[np.maximum(prev, 0)])), k, prev)
+        nxt = np.where((start[k] > f) & ((nxt < 0) | (start[k] < start[np.maximum(nxt, 0)])), k, nxt)
+    fade = max(1.0, FADE * fps)
+    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
+    after = lock[p] - leave[p]
+    before = lock[n] - enter[n]
+    both = (prev >= 0) & (nxt >= 0)
+    t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
+    k_after = _smooth_array(1.0 - (f - end[p]) / fade)
+    k_before = _smooth_array(1.0 - (start[n] - f) / fade)
+    only_prev = (prev >= 0) & (nxt < 0)
+    only_next = (prev < 0) & (nxt >= 0)
+    offset = np.where(both[:, None], after + (before - after) * t[:, None],
+                      np.where(only_prev[:, None], after * k_after[:, None],
+                               np.where(only_next[:, None], before * k_before[:, None], 0.0)))
+    rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
+                    np.where(only_prev, -drop_out[p] * k_after, np.where(only_next, -drop_in[n] * k_before, 0.0)))
+    w0 = np.where(both, 1.0 - t, np.where(only_prev, k_after, np.where(only_next, k_before, 0.0)))
+    a0 = np.where(only_next[:, None], lock[n], lock[p])
+    w1 = np.where(both, t, 0.0)
+    a1 = lock[n]
+    pinned = inside >= 0
+    i = np.maximum(inside, 0)
+    out["weight"] = np.where(pinned, 1.0, 0.0)
+    out["point"] = np.where(pinned[:, None], lock[i], 0.0)
+    out["offset"] = np.where(pinned[:, None], 0.0, offset)
+    out["down"] = np.where(pinned, 1.0, 0.0)
+    out["rise"] = np.where(pinned, 0.0, rise)
+    out["a0"] = np.where(pinned[:, None], lock[i], np.where((prev >= 0)[:, None] | (nxt >= 0)[:, None], a0, 0.0))
+    out["w0"] = np.where(pinned, 1.0, w0)
+    out["a1"] = np.where(pinned[:, None], 0.0, np.where(both[:, None], a1, 0.0))
+    out["w1"] = np.where(pinned, 0.0, w1)
     return out
+
+
+def _smooth_array(t: np.ndarray) -> np.ndarray:
+    t = np.clip(t, 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)

@@ -293,6 +293,8 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 blended += w * hit[0]
                 used += w
         ground = blended + (1.0 - used) * ground
+        if len(lock.anchors) == 2 and used >= 1.0 - 1e-9:
+            ground += _clearance_arc(obj, terrain, lock, ankle, soles, up, base, reach, lift)
 
     tilt = Quaternion()
     if limb.align_to_normal:
@@ -313,6 +315,40 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         target = target + up * max(deficits)
     rotation = tilt @ pose.end_frame.to_quaternion()
     return _FootPlan(limb, names, pose, hip, target, rotation, leg)
+
+
+# Samples along a swing's path checked for steps in the way of the foot.
+ARC_SAMPLES = 15
+
+
+def _clearance_arc(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector], up: Vector, base: Vector,
+                   reach: float, lift: Vector) -> float:
+    """How much higher than the straight line between the ground it left and the ground it lands on the
+    swinging foot must go, at this moment of the swing, to clear what lies between (a step edge): the
+    highest the terrain rises above that line along the path (heel to toe), times sin(pi t). Zero on
+    even ground; smooth in time, so the foot arcs over a step instead of jumping onto it."""
+    (pa, wa), (pb, t) = lock.anchors
+    a = obj.matrix_world @ pa
+    b = obj.matrix_world @ pb
+    a = a - up * (a - ankle).dot(up)
+    b = b - up * (b - ankle).dot(up)
+    ha = terrain_height(terrain, a + lift, up, base, reach)
+    hb = terrain_height(terrain, b + lift, up, base, reach)
+    path = b - a
+    if ha is None or hb is None or path.length == 0.0:
+        return 0.0
+    direction = path.normalized()
+    ext = max(((p - ankle) - up * (p - ankle).dot(up)).length for p in soles)
+    need = 0.0
+    for k in range(1, ARC_SAMPLES + 1):
+        tau = k / (ARC_SAMPLES + 1)
+        line = ha[0] + (hb[0] - ha[0]) * tau
+        centre = a + path * tau
+        for q in (centre, centre + direction * ext):
+            hit = terrain_height(terrain, q + lift, up, base, reach)
+            if hit is not None:
+                need = max(need, hit[0] - line)
+    return need * math.sin(math.pi * t)
 
 
 def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:
