@@ -1,0 +1,113 @@
+"""Foot contacts: detection thresholds with hysteresis at any scale and frame rate, foot locking rules,
+the per-frame and all-frames forms agreeing, and editing contacts from the panel's operators."""
+
+from __future__ import annotations
+
+import bpy
+import harness
+import numpy as np
+import pytest
+from test_plant_feet import _plant, _walker
+
+contacts = harness.module("core.contacts")
+props = harness.module("properties")
+
+
+def _gait(fps: float, leg: float, seconds: float = 3.0, hover: float = 0.0):
+    """A synthetic foot: down 0.6 s, up 0.4 s, repeated; heights and speeds as mocap gives them."""
+    t = np.arange(int(seconds * fps)) / fps
+    phase = (t % 1.0)
+    down = phase < 0.6
+    height = np.where(down, hover * leg, 0.15 * leg * np.sin(np.pi * (phase - 0.6) / 0.4))
+    speed = np.where(down, 0.02 * leg, 3.0 * leg)
+    return height, speed, down
+
+
+@pytest.mark.parametrize("fps", [24.0, 30.0, 120.0])
+@pytest.mark.parametrize("leg", [0.9, 25.0, 90.0])
+def test_detection_holds_at_any_frame_rate_and_scale(fps, leg):
+    height, speed, down = _gait(fps, leg)
+    found = contacts.find_contacts(height, speed, leg, fps)
+    assert len(found) == 3
+    for a, b in found:
+        assert down[a:b + 1].all()
+        assert (b - a + 1) / fps == pytest.approx(0.6, abs=2.0 / fps)
+
+
+def test_hysteresis_and_minimum_length():
+    fps, leg = 30.0, 1.0
+    height, speed, _down = _gait(fps, leg)
+    # Noise between the landing and the lift-off thresholds does not split a contact.
+    noisy = speed.copy()
+    noisy[5] = 0.6 * leg  # above LAND_SPEED, below LIFT_SPEED
+    assert contacts.find_contacts(height, noisy, leg, fps) == contacts.find_contacts(height, speed, leg, fps)
+    # A blip shorter than the minimum contact is not a contact.
+    h = np.full(60, 0.3 * leg)
+    s = np.full(60, 3.0 * leg)
+    h[30], s[30] = 0.0, 0.0
+    assert contacts.find_contacts(h, s, leg, fps) == []
+
+
+def test_drifting_floor_is_followed():
+    """Mocap whose floor drifts upward through the take: contacts are still found (each foot's local ground)."""
+    fps, leg = 120.0, 1.0
+    height, speed, down = _gait(fps, leg, seconds=4.0)
+    drift = np.linspace(0.0, 0.3 * leg, len(height))
+    found = contacts.find_contacts(height + drift, speed, leg, fps)
+    assert len(found) == 4
+
+
+def test_lock_rules_and_the_all_frames_form_agree():
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    for limb in [lb for lb in s.limbs if lb.kind == "FOOT"]:
+        assert len(limb.contacts) >= 2
+        c = limb.contacts[0]
+        inside = contacts.lock_at(limb, c.start, 24.0)
+        assert inside.weight == 1.0 and inside.down == 1.0 and tuple(inside.point) == pytest.approx(tuple(c.lock))
+        arrays = contacts.locks_over(limb, -5, 60, 24.0)
+        for k in range(60):
+            lk = contacts.lock_at(limb, k - 5, 24.0)
+            assert arrays["weight"][k] == lk.weight and arrays["down"][k] == lk.down
+            assert arrays["rise"][k] == pytest.approx(lk.rise, abs=1e-12)
+            assert tuple(arrays["offset"][k]) == pytest.approx(tuple(lk.offset), abs=1e-9)
+            weights = [w for _p, w in lk.anchors] + [0.0, 0.0]
+            assert (arrays["w0"][k], arrays["w1"][k]) == pytest.approx(tuple(weights[:2]), abs=1e-12)
+    # Locking off: no lock at all.
+    s.limbs[0].use_lock = False
+    assert contacts.lock_at(s.limbs[0], s.limbs[0].contacts[0].start, 24.0) == contacts.NO_LOCK
+
+
+def test_planted_foot_does_not_skate_during_a_contact():
+    obj, terrain, leg = _walker("noise")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    limb = props.settings(obj).limbs[0]
+    for c in limb.contacts:
+        positions = []
+        for f in range(c.start, c.end + 1):
+            scene.frame_set(f)
+            positions.append((obj.matrix_world @ obj.pose.bones[limb.end_bone].head).xy.copy())
+        travel = sum((b - a).length for a, b in zip(positions, positions[1:]))
+        assert travel <= 1e-4 * leg, (c.start, c.end, travel)
+
+
+def test_contact_operators_edit_and_relock():
+    obj, terrain, leg = _walker("flat")
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    bpy.context.view_layer.objects.active = obj
+    s.active_limb = 0
+    limb = s.limbs[0]
+    count = len(limb.contacts)
+    limb.active_contact = 0
+    assert bpy.ops.contact_ik.contact_remove() == {"FINISHED"}
+    assert len(limb.contacts) == count - 1
+    bpy.context.scene.frame_set(2)
+    assert bpy.ops.contact_ik.contact_add() == {"FINISHED"}
+    added = limb.contacts[len(limb.contacts) - 1]
+    assert added.start == 2 and added.end > 2
+    assert bpy.ops.contact_ik.contact_relock() == {"FINISHED"}
+    assert bpy.ops.contact_ik.detect_contacts() == {"FINISHED"}
+    assert len(limb.contacts) == count
