@@ -14,6 +14,7 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_bake  # noqa: E402  (starts Blender with the extension installed; shares the scene builder)
@@ -52,7 +53,8 @@ def main() -> None:
     tris = sum(len(p.vertices) - 2 for p in terrain.data.polygons)
     s = obj.contact_ik
     live = harness.module("core.live")
-    times: dict[str, list[float]] = {"bare": [], "native": [], "contact_ik": []}
+    times: dict[str, list[float]] = {"bare": [], "native": [], "contact_ik": [], "cache_build": [],
+                                     "frame_by_frame": []}
     for _round in range(args.rounds):
         s.live_preview = False
         bench_bake.set_native(obj, False)
@@ -60,10 +62,18 @@ def main() -> None:
         bench_bake.set_native(obj, True)
         times["native"].append(sweep(n))
         bench_bake.set_native(obj, False)
-        s.live_preview = True
-        assert obj.name in live.live_rigs
+        t0 = time.perf_counter()
+        s.live_preview = True  # builds the frame cache for the whole range
+        times["cache_build"].append(time.perf_counter() - t0)
+        assert obj.name in live.live_rigs and obj.name in live.caches.frames
         times["contact_ik"].append(sweep(n))
         s.live_preview = False
+    # Without the cache (each frame solved on its own, as right after an edit): one round.
+    live.USE_FRAME_CACHE = False
+    s.live_preview = True
+    times["frame_by_frame"].append(sweep(n))
+    s.live_preview = False
+    live.USE_FRAME_CACHE = True
     med = {k: sorted(v)[len(v) // 2] * 1000.0 / n for k, v in times.items()}
     native_added = med["native"] - med["bare"]
     ours_added = med["contact_ik"] - med["bare"]
@@ -75,6 +85,10 @@ def main() -> None:
     print(f"{'native IK constraints':>22} {med['native']:>9.3f} {native_added:>9.3f}")
     print(f"{'Contact IK preview':>22} {med['contact_ik']:>9.3f} {ours_added:>9.3f}")
     print(f"added cost ratio (Contact IK / native): {ratio:.2f}x (goal <= 2x: {'met' if ratio <= 2 else 'MISSED'})")
+    fbf = med["frame_by_frame"] - med["bare"]
+    print(f"frame cache build when live preview turns on: {med['cache_build'] * n / 1000.0:.2f} s for {n} frames "
+          f"({med['cache_build']:.3f} ms/frame); without the cache (right after an edit) {med['frame_by_frame']:.3f} "
+          f"ms/frame, added {fbf:.3f} ms = {fbf / native_added if native_added > 0 else float('inf'):.1f}x native")
     out = {"frames": n, "triangles": tris, "ms_per_frame": med, "native_added_ms": native_added,
            "contact_ik_added_ms": ours_added, "ratio": ratio, "all": times}
     path = pathlib.Path(args.json)
