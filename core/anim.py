@@ -32,8 +32,21 @@ def channels(action: Action, slot: Any = None, create: bool = False) -> Any:
         if slot is None:
             return None
         if create:
-            return anim_utils.action_ensure_channelbag_for_slot(action, slot)
-        return anim_utils.action_get_channelbag_for_slot(action, slot)
+            ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)  # 5.0+
+            if ensure is not None:
+                return ensure(action, slot)
+            layer = action.layers[0] if action.layers else action.layers.new("Layer")  # 4.4, 4.5
+            strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+            return strip.channelbag(slot, ensure=True)
+        get = getattr(anim_utils, "action_get_channelbag_for_slot", None)
+        if get is not None:
+            return get(action, slot)
+        for layer in action.layers:
+            for strip in layer.strips:
+                bag = strip.channelbag(slot)
+                if bag is not None:
+                    return bag
+        return None
     return action
 
 

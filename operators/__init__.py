@@ -95,7 +95,7 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         if obj.name not in results:
             self.report({"ERROR"}, f"Plant Feet failed on {obj.name!r}: see the system console")
             return {"CANCELLED"}
-        n = len(results[obj.name].limbs)
+        n = len([lb for lb in s.limbs if lb.enabled])
         took = (time.perf_counter() - started) * 1000.0
         terrain_name = s.terrain.name if s.terrain else s.terrain_collection.name
         self.report({"INFO"}, f"Planted {n} limb(s) of {obj.name!r} on {terrain_name!r}; live preview on ({took:.0f} ms)")

@@ -144,7 +144,7 @@ def test_soft_ik_never_fully_extends_and_is_continuous(chain, direction, frac, s
     target = a + direction * (l1 + l2) * frac
     res = solvers.solve_two_bone(a, b, c, target, softness=softness)
     reach = (res.tip - a).length
-    assert reach < (l1 + l2) * (1 + 1e-7)
+    assert reach < (l1 + l2) * (1 + 1e-6)  # mathutils keeps single precision
     if (target - a).length >= abs(l1 - l2):
         assert reach <= (target - a).length * (1 + 1e-6) + 1e-7 * s
     # Below the soft zone nothing changes.
