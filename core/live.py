@@ -118,7 +118,10 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = _memory(obj)
     bones = obj.pose.bones
-    before = {pb.name: _channels(pb) for pb in bones}
+    # Only the bones a solve can write: the limbs' chain and end bones and the pelvis.
+    names = {b.bone for lb in s.limbs for b in lb.bones if b.bone} | {lb.end_bone for lb in s.limbs if lb.end_bone}
+    names.add(s.pelvis_bone)
+    before = {n: _channels(bones[n]) for n in names if n in bones}
     result = plant_rig(obj, s, terrain, depsgraph)
     for name in set(result.written):
         after = _channels(bones[name])
