@@ -193,3 +193,24 @@ def test_batch_bakes_every_good_clip_and_lists_the_bad_one(tmp_path):
     for name in (CMU.stem, ZUP.stem):
         assert (out / f"{name}.contact_ik.blend").exists()
     assert "corrupt.bvh" in proc.stderr
+
+
+def test_evaluate_prints_and_reports_the_metrics_without_writing_anything(tmp_path, capfd):
+    before = set(harness.MOCAP.iterdir())
+    code = cli.execute(["evaluate", str(ZUP), "--report", str(tmp_path / "q.json")])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    assert "penetration" in out and "source" in out and "Left Leg" in out
+    clip = json.loads((tmp_path / "q.json").read_text())["clips"][0]
+    assert clip["output"] is None and clip["exports"] == []
+    feet = [q for q in clip["quality"] if q["kind"] == "FOOT"]
+    src = [q for q in clip["quality_before"] if q["kind"] == "FOOT"]
+    assert len(feet) == len(src) == 2
+    for ours, source in zip(feet, src):
+        assert ours["contacts"] == source["contacts"] >= 3
+        assert ours["skate_max_rel"] <= 0.01 < source["skate_max_rel"]
+        assert ours["hover_max_rel"] <= 0.01
+        for key in ("knee_velocity_max", "hip_velocity_max", "bone_length_error", "penetration_max_rel"):
+            assert key in ours
+    assert set(harness.MOCAP.iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.json"]
