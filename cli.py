@@ -156,6 +156,33 @@ def load(path: str, args: argparse.Namespace) -> None:
         _import_motion(p, ext, up, args)
         print(f"contact_ik: {p.name}: the skeleton is Z-up; imported with --up-axis Z")
     args.used_up_axis = up
+    args.skipped_bind_pose = _skip_bind_pose()
+
+
+def _skip_bind_pose() -> bool:
+    """Many converted mocap files (the cgspeed CMU BVHs) start with a T-pose frame: a jump of the whole
+    skeleton from frame 1 to frame 2 that is no motion. When frame 1 jumps more than ten times as far as
+    frame 2 to 3 does (and more than 5 % of the skeleton's size), the scene starts at frame 2."""
+    arms = [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
+    scene = bpy.context.scene
+    if not arms or scene.frame_end - scene.frame_start < 3:
+        return False
+    obj = arms[0]
+    frames = []
+    for f in range(scene.frame_start, scene.frame_start + 3):
+        scene.frame_set(f)
+        frames.append([obj.matrix_world @ pb.head for pb in obj.pose.bones])
+    size = max((b.head_local - obj.data.bones[0].head_local).length for b in obj.data.bones) or 1.0
+    d12 = sum((a - b).length for a, b in zip(frames[0], frames[1])) / len(frames[0])
+    d23 = sum((a - b).length for a, b in zip(frames[1], frames[2])) / len(frames[0])
+    scene.frame_set(scene.frame_start)
+    if d12 > 0.05 * size and d12 > 10.0 * d23:
+        scene.frame_start += 1
+        scene.frame_set(scene.frame_start)
+        print(f"contact_ik: frame {scene.frame_start - 1} is a bind pose (T-pose), not motion: starting at frame "
+              f"{scene.frame_start} (give --frame-start to choose)")
+        return True
+    return False
 
 
 def _import_motion(p: pathlib.Path, ext: str, up: str, args: argparse.Namespace) -> None:
@@ -409,6 +436,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "frames": len(frames),
         "frame_range": [start, end],
         "up_axis": getattr(args, "used_up_axis", None),
+        "skipped_bind_pose": getattr(args, "skipped_bind_pose", False),
         "fps": scene.render.fps / scene.render.fps_base,
         "action": reports[0].action_name,
         "source_action": reports[0].source_name,

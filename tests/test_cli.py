@@ -214,3 +214,13 @@ def test_evaluate_prints_and_reports_the_metrics_without_writing_anything(tmp_pa
             assert key in ours
     assert set(harness.MOCAP.iterdir()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.json"]
+
+
+def test_a_leading_t_pose_frame_is_skipped(capfd):
+    """The cgspeed CMU files start with a T-pose frame (../shared/mocap/SOURCES.md): not motion."""
+    for clip, skipped in ((CMU, True), (ZUP, False)):
+        args = cli.parser().parse_args(["evaluate", str(clip)])
+        cli.load(str(clip), args)
+        assert args.skipped_bind_pose is skipped
+        assert bpy.context.scene.frame_start == (2 if skipped else 1)
+    assert "bind pose" in capfd.readouterr().out
