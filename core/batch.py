@@ -361,6 +361,11 @@ class BatchRig:
             buf = np.empty(self.count * size, dtype=np.float32)
             self._reads.append((name, buf, buf.reshape(self.count, size), dest))
         self._static_done = False
+        # The armature object itself not animated, parented or constrained: its matrix is read once.
+        paths = _anim_paths(obj)
+        moving = ("location", "rotation_", "scale", "delta_")
+        self.static_object = (obj.parent is None and not obj.constraints
+                              and not any(p == "*" or p.startswith(moving) for p in paths))
         self._settings = s
         self._animated_weights = _weights_animated(obj)
 
@@ -370,7 +375,10 @@ class BatchRig:
         obj = self.obj
         pbs = obj.pose.bones
         used = self.used
-        self.mw[row] = obj.matrix_world
+        if row == 0 or not self.static_object:
+            self.mw[row] = obj.matrix_world
+        else:
+            self.mw[row] = self.mw[0]
         for name, buf, view, dest in self._reads:
             pbs.foreach_get(name, buf)
             dest[row] = view[used].reshape(dest.shape[1:])

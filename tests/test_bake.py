@@ -213,3 +213,29 @@ def test_fast_bake_equals_the_frame_by_frame_bake(kind):
         col += c.size
     slow.cancel()
     fast.cancel()
+
+
+def test_fast_bake_follows_an_animated_armature_object():
+    """The armature object itself moves (object-level keys): the fast path reads its matrix every frame."""
+    obj, terrain, leg = _walker("slope")
+    obj.location = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("location", frame=1)
+    obj.location = (0.3 * leg, 0.0, 0.1 * leg)
+    obj.keyframe_insert("location", frame=48)
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    slow = bake.BakeJob([obj], 1, 48, scene, fast=False)
+    slow.step(48)
+    fast = bake.BakeJob([obj], 1, 48, scene)
+    assert fast.rigs[0].batch is not None and not fast.rigs[0].batch.static_object
+    fast.step(48)
+    bake._fill_from_batch(fast.rigs[0])
+    a, b = slow.rigs[0], fast.rigs[0]
+    col = 0
+    for c in a.channels:
+        va, vb = a.values[:, col:col + c.size], b.values[:, col:col + c.size]
+        tol = 1e-5 * leg if c.prop == "location" else 1e-4
+        assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
+        col += c.size
+    slow.cancel()
+    fast.cancel()
