@@ -512,6 +512,7 @@ class BatchRig:
         if lb.toe >= 0:
             soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
+        arc = None
         lk = lb.lock
         if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
             # Foot locking (`plant._plan_foot`): to the lock point in a contact, by the carried correction
@@ -550,7 +551,7 @@ class BatchRig:
             ground = blended + (1.0 - used) * ground
             two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
             if two.any():
-                ground = ground + self._clearance_arc(two, pa, pb, ga, gb, lk["w1"], ankle, soles, up, base, reach, lift)
+                arc = self._swing_line(two, pa, pb, ga, gb, lk["w1"], ankle, soles, up, base, leg)
         tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
         if lb.align:
             contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
@@ -568,6 +569,21 @@ class BatchRig:
             bh = below.height - np.einsum("ni,ni->n", base, up)
             deficits.append(np.where(below.hit, bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up), -np.inf))
         best = np.max(np.stack(deficits, 1), 1)
+        if arc is not None:
+            from .plant import SWING_LIFT, smoothstep
+
+            # `plant._plan_foot`: in mid-swing each sole point keeps its height above the swing's line.
+            idx, start, direction, plen, h0, h1, raise_, ramp = arc
+            overs = []
+            for p, h in zip(soles, heights.T):
+                m = (target + qrot(tilt, p - ankle))[idx]
+                x = np.einsum("ni,ni->n", m - start, direction) / plen  # `plant.SwingLine.height`
+                line = h0 + (h1 - h0) * x + raise_
+                overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
+            over = np.max(np.stack(overs, 1), 1)
+            under_only = np.where(np.isfinite(best[idx]), best[idx], over)
+            w = ramp * smoothstep(clearance[idx] / (SWING_LIFT * leg[idx]))
+            best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(tilt, mat_to_quat(end_frame))
         return planned, target, rotation, hip, leg
@@ -590,35 +606,40 @@ class BatchRig:
             hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
         return DownHits(hit, height, normal)
 
-    def _clearance_arc(self, rows, a, b, ga, gb, t, ankle, soles, up, base, reach, lift):  # type: ignore[no-untyped-def]
-        """`plant._clearance_arc` for the frames in `rows` (0 elsewhere)."""
-        from .plant import ARC_SAMPLES
+    def _swing_line(self, rows, a, b, ga, gb, t, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
+        """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
+        direction, length, h0, h1, lift, ramp), one entry per row."""
+        from .plant import ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window
 
-        idx = np.flatnonzero(rows)
-        out = np.zeros(self.frames)
-        a, b, ga, gb, t = a[idx], b[idx], ga[idx], gb[idx], t[idx]
-        u, lf, rc = up[idx], lift[idx], np.broadcast_to(reach, (self.frames,))[idx]
         path = b - a
         plen = np.linalg.norm(path, axis=1)
-        direction = path / np.where(plen > 0, plen, 1.0)[:, None]
+        idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
+        a, ga, gb, t, plen = a[idx], ga[idx], gb[idx], t[idx], plen[idx]
+        path, u, lg = path[idx], up[idx], leg[idx]
+        direction = path / plen[:, None]
         exts = []
         for p in soles:
             d = p[idx] - ankle[idx]
             exts.append(np.linalg.norm(d - u * np.einsum("ni,ni->n", d, u)[:, None], axis=1))
         ext = np.max(np.stack(exts, 1), 1)
+        here = np.clip(np.einsum("ni,ni->n", ankle[idx] - a, direction) / plen, 0.0, 1.0)
+        width = ARC_WIDTH * lg
         base_h = np.einsum("ni,ni->n", base[idx], u)
+        # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
+        top = np.maximum(ga, gb) + lg
+        rc = np.abs(gb - ga) + 2.0 * lg
         need = np.zeros(len(idx))
         for k in range(1, ARC_SAMPLES + 1):
             tau = k / (ARC_SAMPLES + 1)
-            line = ga + (gb - ga) * tau
             centre = a + path * tau
-            for q in (centre, centre + direction * ext[:, None]):
-                hit = self._cast(q + lf, rc, u)
+            near = arc_window((here - tau) * plen / width)
+            for q, x in ((centre, tau), (centre + direction * ext[:, None], tau + ext / plen)):
+                line = ga + (gb - ga) * x  # the line at the sample's own place
+                start = q + u * (base_h + top - rc - np.einsum("ni,ni->n", q, u))[:, None]  # rays from `top` down
+                hit = self._cast(start, rc, u)
                 hh = hit.height - base_h
-                need = np.where(hit.hit, np.maximum(need, hh - line), need)
-        need = np.where(plen > 0, need, 0.0)
-        out[idx] = need * np.sin(np.pi * t)
-        return out
+                need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
+        return idx, a, direction, plen, ga, gb, need, arc_ramp(t)
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""

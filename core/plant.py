@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from mathutils import Matrix, Quaternion, Vector
 
@@ -262,6 +262,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     from .contacts import lock_at
 
     lock = lock_at(limb, timing[0], timing[1])
+    arc: Optional[SwingLine] = None
     if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
         # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
         # carries it between contacts), and the sole down onto the ground.
@@ -272,8 +273,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         move = d - up * d.dot(up)
         ankle = ankle + move
         soles = [p + move for p in soles]
-        rise = lock.rise * world_scale(obj)
-        heights = [h * (1.0 - lock.down) + rise for h in heights]
+        heights = [h * (1.0 - lock.down) + lock.rise * world_scale(obj) for h in heights]
     clearance = max(0.0, min(heights))
     lift = up * window
     under = terrain_height(terrain, ankle + lift, up, base, reach)
@@ -294,7 +294,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 used += w
         ground = blended + (1.0 - used) * ground
         if len(lock.anchors) == 2 and used >= 1.0 - 1e-9:
-            ground += _clearance_arc(obj, terrain, lock, ankle, soles, up, base, reach, lift)
+            arc = _swing_line(obj, terrain, lock, ankle, soles, up, base, reach, lift, leg)
 
     tilt = Quaternion()
     if limb.align_to_normal:
@@ -311,6 +311,15 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
         if below is not None:
             deficits.append(below[0] + max(0.0, h) - (p - base).dot(up))
+    if arc is not None:
+        # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
+        # between), not above the terrain right under it: a step edge passing under the foot does not
+        # move it. A sole point that would still go through the terrain lifts the foot further. Faded in
+        # with the sole's height in the animation (SWING_LIFT), and at the swing's ends (ARC_RAMP).
+        over = max(arc.height(p) + max(0.0, h) - (p - base).dot(up) for p, h in zip(moved, heights))
+        under_only = max(deficits) if deficits else over
+        w = arc.ramp * float(smoothstep(clearance / (SWING_LIFT * leg)))
+        deficits.append(w * over + (1.0 - w) * under_only)
     if deficits:
         target = target + up * max(deficits)
     rotation = tilt @ pose.end_frame.to_quaternion()
@@ -319,15 +328,65 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
 
 # Samples along a swing's path checked for steps in the way of the foot.
 ARC_SAMPLES = 15
+# How far (x leg length) before and after a step edge the swinging foot is already raised to clear it.
+ARC_WIDTH = 0.35
+# The part of the swing (fraction of its time, at each end) over which that lift fades in and out.
+ARC_RAMP = 0.2
+# A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation;
+# a foot on the ground in the animation stays on the terrain under it.
+SWING_LIFT = 0.05
 
 
-def _clearance_arc(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector], up: Vector, base: Vector,
-                   reach: float, lift: Vector) -> float:
-    """How much higher than the straight line between the ground it left and the ground it lands on the
-    swinging foot must go, at this moment of the swing, to clear what lies between (a step edge): the
-    highest the terrain rises above that line along the path (heel to toe), times sin(pi t). Zero on
-    even ground; smooth in time, so the foot arcs over a step instead of jumping onto it."""
-    (pa, wa), (pb, t) = lock.anchors
+def arc_window(x: Any) -> Any:
+    """1 at 0, falling smoothly (C1) to 0 at |x| >= 1: cos^2(pi x / 2). Works on floats and numpy arrays."""
+    import numpy as np
+
+    c = np.cos(0.5 * np.pi * np.minimum(np.abs(x), 1.0))
+    return c * c
+
+
+def smoothstep(x: Any) -> Any:
+    """0 below 0, 1 above 1, smooth (3x^2 - 2x^3) between. Works on floats and numpy arrays."""
+    import numpy as np
+
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def arc_ramp(t: Any) -> Any:
+    """0 at either end of the swing, rising smoothly (smoothstep) to 1 over ARC_RAMP of its time."""
+    import numpy as np
+
+    return smoothstep(np.minimum(t, 1.0 - t) / ARC_RAMP)
+
+
+@dataclass
+class SwingLine:
+    """The ground a swinging foot keeps its height above, between two contacts: the straight line from
+    the ground it left (`start`, height `h0`) to the ground it lands on (`h1`), at each point's place
+    along it, raised by `lift` to clear what lies between; `ramp` fades it in and out at the swing's ends."""
+
+    start: Vector
+    direction: Vector
+    length: float
+    h0: float
+    h1: float
+    lift: float
+    ramp: float
+
+    def height(self, p: Vector) -> float:
+        x = (p - self.start).dot(self.direction) / self.length  # extrapolated past the ends: exact on a plane
+        return self.h0 + (self.h1 - self.h0) * x + self.lift
+
+
+def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector], up: Vector, base: Vector,
+                reach: float, lift: Vector, leg: float) -> Optional[SwingLine]:
+    """The swing's ground line (`SwingLine`) at this moment, or None where its ends miss the terrain.
+    Along the swing's path (heel to toe) the terrain's rise above the line is sampled; each rise lifts
+    the line within ARC_WIDTH x leg of it, by a smooth window of the distance from the foot, so the
+    foot rises before a step edge and comes down after it, in space: it arcs over a step instead of
+    jumping onto it."""
+    (pa, _wa), (pb, t) = lock.anchors
     a = obj.matrix_world @ pa
     b = obj.matrix_world @ pb
     a = a - up * (a - ankle).dot(up)
@@ -336,19 +395,29 @@ def _clearance_arc(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vecto
     hb = terrain_height(terrain, b + lift, up, base, reach)
     path = b - a
     if ha is None or hb is None or path.length == 0.0:
-        return 0.0
-    direction = path.normalized()
+        return None
+    plen = path.length
+    direction = path / plen
     ext = max(((p - ankle) - up * (p - ankle).dot(up)).length for p in soles)
+    here = min(1.0, max(0.0, (ankle - a).dot(direction) / plen))
+    width = ARC_WIDTH * leg
+    # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
+    top = max(ha[0], hb[0]) + leg
+    span = abs(hb[0] - ha[0]) + 2.0 * leg
+    level = base.dot(up) + top
     need = 0.0
     for k in range(1, ARC_SAMPLES + 1):
         tau = k / (ARC_SAMPLES + 1)
-        line = ha[0] + (hb[0] - ha[0]) * tau
         centre = a + path * tau
-        for q in (centre, centre + direction * ext):
-            hit = terrain_height(terrain, q + lift, up, base, reach)
+        near = float(arc_window((here - tau) * plen / width))
+        if near <= 0.0:
+            continue
+        for q, x in ((centre, tau), (centre + direction * ext, tau + ext / plen)):
+            line = ha[0] + (hb[0] - ha[0]) * x  # the line at the sample's own place
+            hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
             if hit is not None:
-                need = max(need, hit[0] - line)
-    return need * math.sin(math.pi * t)
+                need = max(need, (hit[0] - line) * near)
+    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t)))
 
 
 def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:
