@@ -1,7 +1,10 @@
 # Contact IK developer commands. `make demo` runs the main job, `make test` runs every check.
 PY := .venv/bin/python
+# The other supported Blenders, tested with their `bpy` wheels (the main one is pinned in
+# requirements-dev.txt). Each gets its own venv, .venv-<major.minor>.
+OTHER_BLENDERS := 4.5.15 4.2.23
 
-.PHONY: venv build demo test lint typecheck quality bench clean
+.PHONY: venv build demo test test-main test-others lint typecheck quality bench clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -18,8 +21,19 @@ lint: venv
 typecheck: venv
 	@bash tools/typecheck.sh
 
-test: venv lint typecheck
+# Every check: ruff, mypy, then the whole suite on Blender 5.0, 4.5 LTS and 4.2 LTS.
+test: venv lint typecheck test-main test-others
+
+test-main: venv
+	@echo "== tests, $$(grep "^bpy==" requirements-dev.txt)"
 	@$(PY) -m pytest -q
+
+test-others:
+	@set -e; for v in $(OTHER_BLENDERS); do \
+	  bash tools/bootstrap.sh $$v; \
+	  echo "== tests, Blender $$v"; \
+	  .venv-$$(echo $$v | cut -d. -f1-2)/bin/python -m pytest -q -p no:cacheprovider; \
+	done
 
 quality: venv
 	@$(PY) tools/quality.py
@@ -29,4 +43,4 @@ bench: venv
 	@$(PY) benchmarks/bench_bake.py
 
 clean:
-	rm -rf dist out .venv
+	rm -rf dist out .venv .venv-*

@@ -30,3 +30,29 @@ def no_blender_tracebacks(capfd):
     sys.stdout.write(out)
     sys.stderr.write(err)
     assert "Traceback (most recent call last)" not in err, f"Blender printed a traceback:\n{err}"
+
+
+# The Blender 4.2 and 4.5 `bpy` wheels cannot always leave: once Rigify has been enabled (these tests
+# build the Rigify metarig), 4.2 segfaults at interpreter exit (SpaceType::~SpaceType -> bpy_class_free
+# after Python has finalized) and 4.5 hangs there (~GlobalState waits on its delayed-close thread).
+# Both reproduce with a three-line script that only enables Rigify, without Contact IK (see
+# docs/robustness.md). So on those versions the session leaves with os._exit once pytest has written
+# its report, keeping pytest's exit status.
+_exit_status = 0
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    import bpy
+
+    if bpy.app.version < (5, 0, 0):
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)

@@ -71,3 +71,4 @@ def module(name: str) -> ModuleType:
     """A submodule of the installed extension, e.g. module('solvers')."""
     install()
     return importlib.import_module(f"{PACKAGE}.{name}")
+
