@@ -225,7 +225,8 @@ class ContactIKSettings(bpy.types.PropertyGroup):
         description="Raise and lower the pelvis with the terrain under the body, and lower it where a leg cannot reach",
         default=True,
     )
-    limbs: CollectionProperty(type=ContactIKLimb, name="Limbs")  # type: ignore[valid-type]
+    limbs: CollectionProperty(  # type: ignore[valid-type]
+        type=ContactIKLimb, name="Limbs", description="The legs and arms Contact IK solves (detected, or added by hand)")
     active_limb: IntProperty(name="Active Limb", default=0, min=0)  # type: ignore[valid-type]
     softness: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed,

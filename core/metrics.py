@@ -249,3 +249,41 @@ def compare(ours: list[LimbMetrics], source: list[LimbMetrics]) -> list[dict[str
                 row[k + "_ratio"] = getattr(m, k) / base if base > 0 else float("nan")
         rows.append(row)
     return rows
+
+
+def length_text(scene: bpy.types.Scene, value: float) -> str:
+    """A world length in the scene's unit system (metric, imperial, or plain units)."""
+    import bpy.utils.units
+
+    us = scene.unit_settings
+    if us.system == "NONE":
+        return f"{value:.4g}"
+    return bpy.utils.units.to_string(us.system, "LENGTH", value * us.scale_length, precision=3)
+
+
+def penetration_summary(objs: list[bpy.types.Object], scene: bpy.types.Scene, frames: list[int]) -> str:
+    """'worst sole penetration 0.00% of the leg (0 m)' over `frames`, measured as the rigs play now
+    (live preview or a bake), on each rig's terrain; '' when no rig has feet and a terrain."""
+    import bpy
+
+    from .ground import TerrainError, terrain_objects
+    from .handlers import caches
+
+    worst: Optional[tuple[float, float]] = None
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    for obj in objs:
+        objects = terrain_objects(settings(obj))
+        if not objects or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
+            continue
+        try:
+            ground = caches.terrain.get(objects, depsgraph)
+        except TerrainError:
+            continue
+        for m in measure(obj, ground, frames, scene):
+            if m.kind == "FOOT" and m.leg_length > 0.0:
+                rel = m.penetration_max / m.leg_length
+                if worst is None or rel > worst[0]:
+                    worst = (rel, m.penetration_max)
+    if worst is None:
+        return ""
+    return f"worst sole penetration {worst[0]:.2%} of the leg ({length_text(scene, worst[1])})"

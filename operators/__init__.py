@@ -62,6 +62,7 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         started = time.perf_counter()
         obj = context.active_object
+        assert obj is not None  # poll
         s = settings(obj)
         if not s.limbs:
             from ..core import detect
@@ -95,10 +96,17 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         if obj.name not in results:
             self.report({"ERROR"}, f"Plant Feet failed on {obj.name!r}: see the system console")
             return {"CANCELLED"}
-        n = len([lb for lb in s.limbs if lb.enabled])
+        limbs = [lb.name for lb in s.limbs if lb.enabled]
         took = (time.perf_counter() - started) * 1000.0
         terrain_name = s.terrain.name if s.terrain else s.terrain_collection.name
-        self.report({"INFO"}, f"Planted {n} limb(s) of {obj.name!r} on {terrain_name!r}; live preview on ({took:.0f} ms)")
+        scene = context.scene
+        frames = list(range(scene.frame_start, scene.frame_end + 1))
+        from ..core import metrics
+
+        worst = metrics.penetration_summary([obj], scene, frames)
+        self.report({"INFO"}, f"Planted {len(limbs)} limb(s) of {obj.name!r} ({', '.join(limbs)}) on {terrain_name!r}, "
+                              f"frames {frames[0]}-{frames[-1]}, in {took:.0f} ms; live preview on"
+                              + (f"; {worst}" if worst else ""))
         return {"FINISHED"}
 
 
@@ -110,7 +118,7 @@ class CONTACT_IK_OT_limb_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     kind: bpy.props.EnumProperty(  # type: ignore[valid-type]
-        name="Kind",
+        name="Kind", description="What the new limb does",
         items=(
             ("FOOT", "Foot", "Plant the end of this chain on the terrain"),
             ("HAND", "Hand", "Reach a target object or bone"),
@@ -177,7 +185,8 @@ class CONTACT_IK_OT_limb_bone(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     action: bpy.props.EnumProperty(  # type: ignore[valid-type]
-        name="Action", items=(("ADD", "Add", "Add a bone slot at the tip"), ("REMOVE", "Remove", "Remove the last bone")),
+        name="Action", description="Add a bone slot to the chain or remove its last one",
+        items=(("ADD", "Add", "Add a bone slot at the tip"), ("REMOVE", "Remove", "Remove the last bone")),
         default="ADD",
     )
 
@@ -264,7 +273,15 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         reports = job.finish()
         took = reports[0].seconds if reports else 0.0
         names = ", ".join(f"{r.obj_name!r} -> {r.action_name!r}" for r in reports)
-        self.report({"INFO"}, f"Baked {reports[0].frames if reports else 0} frames: {names} ({took:.2f} s)")
+        from ..core import metrics
+
+        scene = bpy.context.scene
+        objs = [bpy.data.objects[r.obj_name] for r in reports if r.obj_name in bpy.data.objects]
+        frames = job.frames
+        worst = metrics.penetration_summary(objs, scene, frames) if frames else ""
+        limbs = sum(len([lb for lb in settings(o).limbs if lb.enabled]) for o in objs)
+        self.report({"INFO"}, f"Baked {limbs} limb(s), frames {frames[0]}-{frames[-1]}: "
+                              f"{names} in {took:.2f} s" + (f"; {worst}" if worst else ""))
         return {"FINISHED"}
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:

@@ -82,3 +82,47 @@ def test_enable_disable_three_times_leaves_nothing_behind():
         addon_utils.enable(pkg, default_set=True)
         assert pkg in bpy.context.preferences.addons
         assert _ours(_registry_snapshot()) == enabled
+
+
+def _our_classes():
+    seen, stack, out = set(), [bpy.types.bpy_struct], []
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                stack.append(sub)
+                if "contact_ik" in sub.__module__ and getattr(sub, "is_registered", False):
+                    out.append(sub)
+    return out
+
+
+def test_every_operator_and_setting_has_a_tooltip():
+    missing = []
+    classes = _our_classes()
+    assert any(issubclass(c, bpy.types.Operator) for c in classes)
+    for cls in classes:
+        if issubclass(cls, bpy.types.Operator):
+            rna = getattr(bpy.ops.contact_ik, cls.bl_idname.split(".")[1]).get_rna_type()
+            if len(rna.description.strip()) < 10:
+                missing.append(cls.bl_idname)
+            for p in rna.properties:
+                if p.identifier != "rna_type" and not p.description.strip():
+                    missing.append(f"{cls.bl_idname}.{p.identifier}")
+        elif issubclass(cls, bpy.types.PropertyGroup):
+            for p in cls.bl_rna.properties:
+                # name: the collection item's label; active_*: list indices, not shown as fields
+                if p.identifier in {"rna_type", "name"} or p.identifier.startswith("active_"):
+                    continue
+                if not p.description.strip():
+                    missing.append(f"{cls.__name__}.{p.identifier}")
+    assert not missing, f"no tooltip: {missing}"
+
+
+def test_lengths_are_shown_in_the_scene_unit_system():
+    # A distance setting carries the LENGTH unit, so Blender shows it in metres, feet, ... as the scene says.
+    groups = [c for c in _our_classes() if issubclass(c, bpy.types.PropertyGroup)]
+    lengths = {f"{c.__name__}.{p.identifier}": p.unit for c in groups for p in c.bl_rna.properties
+               if p.identifier in {"foot_offset", "ray_length", "floor_height", "length", "drop_in", "drop_out"}}
+    assert len(lengths) == 6, lengths
+    assert set(lengths.values()) == {"LENGTH"}, lengths

@@ -371,3 +371,17 @@ def test_edits_drop_the_frame_cache_and_the_preview_follows_them():
     terrain.location.z += 0.05 * leg
     bpy.context.view_layer.update()
     assert obj.name not in caches.frames
+
+
+def test_plant_feet_and_bake_report_what_they_did(capfd):
+    obj, terrain, leg = _walker("stairs")
+    scene = bpy.context.scene
+    scene.unit_settings.system = "IMPERIAL"
+    _plant(obj, terrain)
+    out = capfd.readouterr().out
+    assert f"Planted 2 limb(s) of 'metarig' (Left Leg, Right Leg) on 'Stairs', frames {scene.frame_start}-{scene.frame_end}" in out, out
+    assert "worst sole penetration 0.00% of the leg (" in out and "')" in out.split("worst sole penetration")[1], out  # feet
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert f"Baked 2 limb(s), frames {scene.frame_start}-{scene.frame_end}: 'metarig' -> " in out, out
+    assert "worst sole penetration 0.00% of the leg" in out, out
