@@ -379,7 +379,8 @@ def test_plant_feet_and_bake_report_what_they_did(capfd):
     scene.unit_settings.system = "IMPERIAL"
     _plant(obj, terrain)
     out = capfd.readouterr().out
-    assert f"Planted 2 limb(s) of 'metarig' (Left Leg, Right Leg) on 'Stairs', frames {scene.frame_start}-{scene.frame_end}" in out, out
+    frames = f"frames {scene.frame_start}-{scene.frame_end}"
+    assert f"Planted 2 limb(s) of 'metarig' (Left Leg, Right Leg) on 'Stairs', {frames}" in out, out
     assert "worst sole penetration 0.00% of the leg (" in out and "')" in out.split("worst sole penetration")[1], out  # feet
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     out = capfd.readouterr().out
