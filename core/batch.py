@@ -512,6 +512,7 @@ class BatchRig:
         if lb.toe >= 0:
             soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
+        lifted = np.maximum(0.0, heights.min(1))  # `plant._plan_foot`
         arc = None
         lk = lb.lock
         if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
@@ -570,7 +571,6 @@ class BatchRig:
             deficits.append(np.where(below.hit, bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up), -np.inf))
         best = np.max(np.stack(deficits, 1), 1)
         if arc is not None:
-            from .plant import SWING_LIFT, smoothstep
 
             # `plant._plan_foot`: in mid-swing each sole point keeps its height above the swing's line.
             idx, start, direction, plen, h0, h1, raise_, ramp = arc
@@ -582,7 +582,9 @@ class BatchRig:
                 overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
             over = np.max(np.stack(overs, 1), 1)
             under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-            w = ramp * smoothstep(clearance[idx] / (SWING_LIFT * leg[idx]))
+            from .plant import SWING_LIFT, smoothstep
+
+            w = ramp * smoothstep(lifted[idx] / (SWING_LIFT * leg[idx]))
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(tilt, mat_to_quat(end_frame))

@@ -259,6 +259,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     assert pose.end_frame is not None
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
+    lifted = max(0.0, min(heights))  # the sole's height in the animation, above its floor
     from .contacts import lock_at
 
     lock = lock_at(limb, timing[0], timing[1])
@@ -315,10 +316,11 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
         # between), not above the terrain right under it: a step edge passing under the foot does not
         # move it. A sole point that would still go through the terrain lifts the foot further. Faded in
-        # with the sole's height in the animation (SWING_LIFT), and at the swing's ends (ARC_RAMP).
+        # and out at the swing's ends (ARC_RAMP), and while the animation still has the sole on its floor
+        # (SWING_LIFT: a toe pivoting at lift-off stays on the terrain under it).
         over = max(arc.height(p) + max(0.0, h) - (p - base).dot(up) for p, h in zip(moved, heights))
         under_only = max(deficits) if deficits else over
-        w = arc.ramp * float(smoothstep(clearance / (SWING_LIFT * leg)))
+        w = arc.ramp * float(smoothstep(lifted / (SWING_LIFT * leg)))
         deficits.append(w * over + (1.0 - w) * under_only)
     if deficits:
         target = target + up * max(deficits)
@@ -331,10 +333,9 @@ ARC_SAMPLES = 15
 # How far (x leg length) before and after a step edge the swinging foot is already raised to clear it.
 ARC_WIDTH = 0.35
 # The part of the swing (fraction of its time, at each end) over which that lift fades in and out.
-ARC_RAMP = 0.2
-# A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation;
-# a foot on the ground in the animation stays on the terrain under it.
-SWING_LIFT = 0.05
+ARC_RAMP = 0.1
+# A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation.
+SWING_LIFT = 0.01
 
 
 def arc_window(x: Any) -> Any:
