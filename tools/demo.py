@@ -51,7 +51,7 @@ class Settings:
     def __init__(self, quick: bool):
         self.quick = quick
         self.frames = 100 if quick else 250
-        self.px_per_m = 40 if quick else 150  # the video's resolution: pixels per metre of the view
+        self.px_per_m = 40 if quick else 170  # the video's resolution: pixels per metre of the view
         self.still_percent = 100 if quick else 140  # before_after.png's, relative to the video's
         self.video_step = 4 if quick else 1
         self.strides = (2, 3) if quick else (2, 3, 5, 6)  # near-foot mid-stances shown in before_after.png
@@ -77,11 +77,12 @@ def main(argv: list[str]) -> int:
     import demo_scene
 
     t = time.perf_counter()
-    demo_scene.build_source(cfg.frames)
     source = out / "demo_source.blend"
     import bpy
 
-    bpy.ops.wm.save_as_mainfile(filepath=str(source), check_existing=False)
+    with demo_render.quiet():
+        demo_scene.build_source(cfg.frames)
+        bpy.ops.wm.save_as_mainfile(filepath=str(source), check_existing=False)
     print(f"demo: scene and walk authored ({cfg.frames} frames) in {time.perf_counter() - t:.1f} s -> {source}")
 
     t = time.perf_counter()
@@ -92,7 +93,8 @@ def main(argv: list[str]) -> int:
           f"{time.perf_counter() - t:.1f} s -> {baked}")
 
     t = time.perf_counter()
-    bpy.ops.wm.open_mainfile(filepath=str(baked), load_ui=False)
+    with demo_render.quiet():
+        bpy.ops.wm.open_mainfile(filepath=str(baked), load_ui=False)
     feet = demo_render.measure_feet(clip["source_action"])
     (out / "feet.json").write_text(json.dumps(feet, indent=1))
     demo_render.plot_feet(feet, out / "feet.png")
@@ -100,7 +102,8 @@ def main(argv: list[str]) -> int:
 
     t = time.perf_counter()
     stage = demo_render.stage(clip["source_action"], cfg)
-    bpy.ops.wm.save_as_mainfile(filepath=str(out / "demo.blend"), check_existing=False)
+    with demo_render.quiet():
+        bpy.ops.wm.save_as_mainfile(filepath=str(out / "demo.blend"), check_existing=False)
     frames = demo_render.pick_frames(feet, cfg)
     demo_render.before_after(stage, frames, feet, out / "before_after.png", out / "frames", cfg)
     print(f"demo: before/after frames {frames} rendered in {time.perf_counter() - t:.1f} s -> {out / 'before_after.png'}")
@@ -110,8 +113,8 @@ def main(argv: list[str]) -> int:
     print(f"demo: animation rendered in {time.perf_counter() - t:.1f} s -> {video}")
 
     if args.update_docs:
-        demo_render.docs_copy(out / "before_after.png", ROOT / "docs" / "before_after.png")
-        print(f"demo: README picture updated -> {ROOT / 'docs' / 'before_after.png'}")
+        size = demo_render.docs_copy(out / "before_after.png", ROOT / "docs" / "before_after.png")
+        print(f"demo: README picture updated ({size // 1024} KB) -> {ROOT / 'docs' / 'before_after.png'}")
     summary = feet["summary"]
     print(f"demo: sole below the terrain, worst: source {summary['source_penetration_rel']:.1%} of the leg, "
           f"Contact IK {summary['baked_penetration_rel']:.2%}")

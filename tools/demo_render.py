@@ -9,8 +9,12 @@ lane), each over a cutaway of the terrain through the near foot, seen from the s
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import pathlib
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +24,28 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
-LANE_HEIGHT = 2.85  # metres of world per lane, from LANE_BELOW under the ground under the body
-LANE_BELOW = 0.7  # the cutaway's slab (0.3 m thick) stays inside its lane on the slopes of the terrain
-VIEW_WIDTH = 2.4
+LANE_HEIGHT = 3.0  # metres of world per lane, from LANE_BELOW under the ground under the body
+LANE_BELOW = 0.85  # the cutaway's slab (0.3 m thick) stays inside its lane on the slopes of the terrain,
+# and the source's feet, 0.75 m under the top of the stairs, still show below it
+VIEW_WIDTH = 2.0
 ELEVATION = math.radians(10.0)  # the camera looks slightly down, so treads and rocks show
 CUT_MARGIN = 0.08  # the cutaway's face passes this far in front of the near foot's middle
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Blender's own log lines (a line per rendered frame) off the standard output; errors still show."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 # --------------------------------------------------------------------------------------------- feet
@@ -213,13 +234,13 @@ def stage(source_action: str, cfg: Any) -> Stage:
     look = Vector((math.cos(ELEVATION), 0.0, -math.sin(ELEVATION)))
     centre_up = lane - LANE_BELOW  # the two lanes' middle, above the ground
     for f, sv, g in zip(frames, s, ground):
-        cam.location = Vector((0.0, -sv - 0.25, g + centre_up)) - look * 10.0
+        cam.location = Vector((0.0, -sv - 0.15, g + centre_up)) - look * 10.0
         cam.keyframe_insert("location", frame=int(f))
     for fc in _fcurves(cam):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
-    _text("Label source", "Source animation (a flat-ground walk)", cam, -VIEW_WIDTH / 2 + 0.07, screen_lane - 0.2, 0.13)
-    _text("Label baked", "Contact IK (contact_ik bake)", cam, -VIEW_WIDTH / 2 + 0.07, -0.2, 0.13)
+    _text("Label source", "Source: a flat-ground walk", cam, -VIEW_WIDTH / 2 + 0.06, screen_lane - 0.18, 0.12)
+    _text("Label baked", "Contact IK, baked", cam, -VIEW_WIDTH / 2 + 0.06, -0.18, 0.12)
     line = bpy.data.objects.new("Lane separator", _quad_mesh("Lane separator", VIEW_WIDTH, 0.012))
     scene.collection.objects.link(line)
     line.parent = cam
@@ -301,12 +322,13 @@ def before_after(stage_: Stage, frames: list[int], feet: dict[str, Any], path: p
         scene.render.filepath = str(folder / f"frame_{f:04d}.png")
         scene.render.image_settings.media_type = "IMAGE"
         scene.render.image_settings.file_format = "PNG"
-        bpy.ops.render.render(write_still=True)
+        with quiet():
+            bpy.ops.render.render(write_still=True)
         images.append(plt.imread(scene.render.filepath))
     near = ds.LEGS[ds.NEAR][2]
     i0 = feet["frames"][0]
     h, w = images[0].shape[:2]
-    head = 44
+    head = 52
     fig = plt.figure(figsize=(len(frames) * w / 100, (h + head) / 100), dpi=100)
     for i, (f, img) in enumerate(zip(frames, images)):
         ax = fig.add_axes((i / len(frames), 0.0, 1.0 / len(frames), h / (h + head)))
@@ -315,7 +337,7 @@ def before_after(stage_: Stage, frames: list[int], feet: dict[str, Any], path: p
         depth = -feet["feet"][near]["source_clearance"][f - i0]
         fig.text((i + 0.5) / len(frames), 1.0 - 0.5 * head / (h + head),
                  f"frame {f}, {_section(f)}\nnear foot {depth * 100:.0f} cm into the ground in the source",
-                 ha="center", va="center", fontsize=10)
+                 ha="center", va="center", fontsize=12)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     scene.render.resolution_percentage = 100
@@ -335,7 +357,8 @@ def animation(stage_: Stage, cfg: Any, path: pathlib.Path) -> pathlib.Path:
         scene.render.ffmpeg.constant_rate_factor = "MEDIUM"
         scene.render.filepath = str(path)
         path.unlink(missing_ok=True)
-        bpy.ops.render.render(animation=True)
+        with quiet():
+            bpy.ops.render.render(animation=True)
         if path.is_file() and path.stat().st_size > 0:
             return path
     except (TypeError, RuntimeError, AttributeError) as exc:
@@ -355,16 +378,21 @@ def _gif(path: pathlib.Path, cfg: Any) -> pathlib.Path:
     for f in range(scene.frame_start, scene.frame_end + 1, max(2, cfg.video_step)):
         scene.frame_set(f)
         scene.render.filepath = str(folder / f"{f:04d}.png")
-        bpy.ops.render.render(write_still=True)
+        with quiet():
+            bpy.ops.render.render(write_still=True)
         images.append(Image.open(scene.render.filepath).convert("P", palette=Image.Palette.ADAPTIVE))
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 * max(2, cfg.video_step) / ds.FPS),
                    loop=0)
     return path
 
 
-def docs_copy(src: pathlib.Path, dst: pathlib.Path) -> None:
-    """A palette PNG copy (small enough to commit)."""
+def docs_copy(src: pathlib.Path, dst: pathlib.Path, max_width: int = 1800) -> int:
+    """A smaller palette PNG copy (to commit); its size in bytes."""
     from PIL import Image
 
-    img = Image.open(src).convert("RGB").quantize(colors=96, method=Image.Quantize.MEDIANCUT)
-    img.save(dst, optimize=True)
+    img = Image.open(src).convert("RGB")
+    if img.width > max_width:
+        img = img.resize((max_width, round(img.height * max_width / img.width)), Image.Resampling.LANCZOS)
+    # Octree keeps the few saturated colours (the feet); median cut merges them into the legs'.
+    img.quantize(colors=128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(dst, optimize=True)
+    return dst.stat().st_size
