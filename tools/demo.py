@@ -13,9 +13,14 @@ installed as a user installs it) and, from the baked file, writes into the outpu
     feet.png          each foot's sole height against the terrain under it, before and after
     feet.json         the numbers behind feet.png (per frame, per foot)
 
+and on the way: demo_source.blend (the bake's input), demo_baked.blend and bake_report.json (the
+command's own output and report), frames/ (the stills), runner_user/ and blender_user/ (the Blender
+user folders of the two processes, so a real Blender configuration is never touched).
+
 It writes nothing outside the output folder except the extension zip (`dist/`, as `make build`; not
 with --extension) and, only with --update-docs, `docs/before_after.png` (the README's picture).
---quick: fewer frames and tiny renders (the test runs it).
+--quick: 100 frames (flat ground and the stairs), tiny renders, a video of every fourth frame (the test
+runs it). --extension ZIP: use that built zip instead of building dist/.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ def main(argv: list[str]) -> int:
 
     if args.extension:
         zip_path = args.extension.resolve()
+        if not zip_path.is_file():
+            raise SystemExit(f"demo: --extension {zip_path}: no such file (build one with `make build`)")
     else:
         zip_path = build_extension.build(ROOT / "dist")
         print(f"Contact IK extension built and validated: {zip_path}")
@@ -119,8 +126,8 @@ def main(argv: list[str]) -> int:
     print(f"demo: sole below the terrain, worst: source {summary['source_penetration_rel']:.1%} of the leg, "
           f"Contact IK {summary['baked_penetration_rel']:.2%}")
     print(f"demo: done in {time.perf_counter() - t0:.0f} s. Outputs in {out}:")
-    for name in ("demo.blend", "before_after.png", "demo.mp4", "feet.png", "feet.json"):
-        print(f"  {out / name}")
+    for path in (out / "demo.blend", out / "before_after.png", video, out / "feet.png", out / "feet.json"):
+        print(f"  {path}")
     return 0
 
 
