@@ -1,5 +1,7 @@
 # Contact IK developer commands. `make demo` runs the main job, `make test` runs every check.
 PY := .venv/bin/python
+# e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
+DEMO_ARGS ?=
 
 .PHONY: venv build demo test lint typecheck quality bench clean
 
@@ -10,7 +12,7 @@ build: venv
 	@$(PY) tools/build_extension.py
 
 demo: venv
-	@$(PY) tools/demo.py
+	@$(PY) tools/demo.py $(DEMO_ARGS)
 
 lint: venv
 	@$(PY) -m ruff check .
