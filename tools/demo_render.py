@@ -337,7 +337,7 @@ def before_after(stage_: Stage, frames: list[int], feet: dict[str, Any], path: p
         depth = -feet["feet"][near]["source_clearance"][f - i0]
         fig.text((i + 0.5) / len(frames), 1.0 - 0.5 * head / (h + head),
                  f"frame {f}, {_section(f)}\nnear foot {depth * 100:.0f} cm into the ground in the source",
-                 ha="center", va="center", fontsize=12)
+                 ha="center", va="center", fontsize=max(4.0, min(12.0, w / 32)))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     scene.render.resolution_percentage = 100
