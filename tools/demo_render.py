@@ -29,6 +29,7 @@ LANE_BELOW = 0.85  # the cutaway's slab (0.3 m thick) stays inside its lane on t
 # and the source's feet, 0.75 m under the top of the stairs, still show below it
 VIEW_WIDTH = 2.0
 ELEVATION = math.radians(10.0)  # the camera looks slightly down, so treads and rocks show
+STILL_PHASE = 0.45  # where in the near foot's stride the stills are (its stance is 0 to 0.6)
 CUT_MARGIN = 0.08  # the cutaway's face passes this far in front of the near foot's middle
 
 
@@ -219,7 +220,8 @@ def stage(source_action: str, cfg: Any) -> Stage:
         cut.location.z = z
         cut.hide_select = True
         cut.hide_viewport = z == 0.0  # in the viewport the bake's own terrain shows there
-    # The camera: from the near side (-X), following the body and the ground under it.
+    # The camera: from the near side (-X), following the body and the ground under it (the terrain's own
+    # height function, smoothed over a stride).
     frames = np.arange(scene.frame_start, scene.frame_end + 1)
     s = np.array([ds.SPEED * (f - 1) for f in frames])
     ground = _smooth(np.array([float(ds.ground_height(0.0, v + 0.2)) for v in s]), 18)
@@ -253,7 +255,6 @@ def stage(source_action: str, cfg: Any) -> Stage:
     shading.show_shadows = False
     shading.show_object_outline = True
     shading.show_cavity = False
-    scene.display.light_direction = (0.45, -0.35, 0.82)
     world = bpy.data.worlds.new("Sky")
     world.color = (0.78, 0.84, 0.9)
     scene.world = world
@@ -285,10 +286,10 @@ def _fcurves(obj: bpy.types.Object) -> list[Any]:
 
 
 def pick_frames(feet: dict[str, Any], cfg: Any) -> list[int]:
-    """Mid-stances of the near foot, on the stairs and on the rocks."""
+    """Late in the near foot's stances (the other foot about to land ahead), on the stairs and the rocks."""
     out = []
     for n in cfg.strides:
-        f = int(round(1 + ds.CYCLE * (n + 0.3 - ds.PHASE[ds.NEAR])))
+        f = int(round(1 + ds.CYCLE * (n + STILL_PHASE - ds.PHASE[ds.NEAR])))
         if f <= feet["frames"][-1]:
             out.append(f)
     return out
