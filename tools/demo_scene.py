@@ -10,7 +10,6 @@ metres; the metarig faces -Y, so the character walks along -Y. No Contact IK cod
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import addon_utils
 import bmesh
@@ -240,9 +239,8 @@ def add_body(obj: bpy.types.Object) -> bpy.types.Object:
 # --------------------------------------------------------------------------------------------- the walk
 
 
-@dataclass
 class Walk:
-    frames: int
+    """The walk's timing and paths, as functions of the frame (1-based)."""
 
     def body_s(self, f: float) -> float:
         return SPEED * (f - 1)
@@ -289,7 +287,7 @@ def author_walk(obj: bpy.types.Object, frames: int) -> Walk:
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = FPS, 1.0
     scene.frame_start, scene.frame_end = 1, frames
-    walk = Walk(frames)
+    walk = Walk()
     pb = obj.pose.bones
     bones = obj.data.bones
     keyed = [n for side in "LR" for n in (*LEGS[side][:3], *ARMS[side])]
