@@ -3,6 +3,8 @@ PY := .venv/bin/python
 # The other supported Blenders, tested with their `bpy` wheels (the main one is pinned in
 # requirements-dev.txt). Each gets its own venv, .venv-<major.minor>.
 OTHER_BLENDERS := 4.5.15 4.2.23
+# e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
+DEMO_ARGS ?=
 
 .PHONY: venv build demo test test-main test-others lint typecheck quality bench clean
 
@@ -13,7 +15,7 @@ build: venv
 	@$(PY) tools/build_extension.py
 
 demo: venv
-	@$(PY) tools/demo.py
+	@$(PY) tools/demo.py $(DEMO_ARGS)
 
 lint: venv
 	@$(PY) -m ruff check .
