@@ -1,0 +1,85 @@
+"""Every command in README.md works as written.
+
+- The set-up block is exactly `make demo` and `make test`, the Makefile has those targets, and CI
+  (`.ci/run`) calls `make test`. `make demo` itself runs in tests/test_demo.py (its --quick form: the
+  full one takes a minute) and `make test` is this very run; `make build`, `make quality` and
+  `make bench` are checked to resolve (`make -n`), their scripts run in test_extension, test_quality
+  and test_benchmarks.
+- Every headless command of the README is run as written, from the repository root, after the quick
+  demo has written `out/demo_source.blend`. Two substitutions keep the checkout clean: `out/` is a
+  temporary folder, and `.venv/bin/python` is this interpreter (the venv of the Blender under test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import harness
+import pytest
+
+README = (harness.ROOT / "README.md").read_text()
+
+
+def _sh_blocks() -> list[list[str]]:
+    blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
+    return [[ln.strip() for ln in b.splitlines() if ln.strip() and not ln.strip().startswith("#")] for b in blocks]
+
+
+def _command(line: str) -> str:
+    return line.split("#", 1)[0].strip()
+
+
+def test_setup_is_two_commands_that_the_makefile_and_ci_run():
+    setup = [_command(ln) for ln in _sh_blocks()[0]]
+    assert setup == ["make demo", "make test"], setup
+    makefile = (harness.ROOT / "Makefile").read_text()
+    for target in ("demo", "test", "build", "quality", "bench"):
+        assert re.search(rf"^{target}:", makefile, re.M), target
+    assert re.search(r"^\s*make test\s*$", (harness.ROOT / ".ci" / "run").read_text(), re.M)
+
+
+@pytest.mark.parametrize("target", ["build", "demo", "test", "quality", "bench"])
+def test_every_make_target_named_in_the_readme_resolves(target):
+    assert f"make {target}" in README
+    proc = subprocess.run(["make", "-n", target], cwd=harness.ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_headless_commands_work_as_written(tmp_path):
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env.pop("BLENDER_USER_RESOURCES", None)
+    demo = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "demo.py"), "--quick", "--out", str(out),
+                           "--extension", str(harness.built_zip())],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    assert (out / "demo_source.blend").exists()
+
+    lines = [_command(ln) for block in _sh_blocks() for ln in block if "tools/contact_ik_cli.py" in ln]
+    assert len(lines) == 4, lines
+    env["CONTACT_IK_EXTENSION"] = str(harness.built_zip())  # the zip under test (else the runner builds one)
+    env["CONTACT_IK_USER"] = str(tmp_path / "runner_user")
+    for line in lines:
+        args = shlex.split(line.replace("out/", f"{out}/"))
+        assert args[:2] == [".venv/bin/python", "tools/contact_ik_cli.py"], args
+        proc = subprocess.run([sys.executable, *args[1:]], cwd=harness.ROOT, capture_output=True, text=True,
+                              env=env, timeout=900)
+        assert proc.returncode == 0, (line, proc.stdout[-3000:], proc.stderr[-3000:])
+
+    assert (out / "planted.blend").exists()
+    assert json.loads((out / "planted.json").read_text())
+    assert (out / "walk.blend").exists() and (out / "walk.fbx").stat().st_size > 1000
+    report = json.loads((out / "zombie.json").read_text())
+    assert report
+    batch = json.loads((out / "batch.json").read_text())
+    clips = sorted(p.name for p in (harness.MOCAP).glob("*.bvh"))
+    baked = sorted(p.name for p in (out / "baked").glob("*.blend"))
+    assert len(baked) == len(clips), (baked, clips)
+    assert batch
+    # Nothing written beside the inputs.
+    assert not list(harness.MOCAP.glob("*.contact_ik.*"))
