@@ -33,6 +33,13 @@ STILL_PHASE = 0.45  # where in the near foot's stride the stills are (its stance
 CUT_MARGIN = 0.08  # the cutaway's face passes this far in front of the near foot's middle
 
 
+def _media_type(scene: Any, kind: str) -> None:
+    """Blender 5.0 splits image and video output (`media_type`); 4.2 and 4.5 pick it by file format."""
+    settings = scene.render.image_settings
+    if hasattr(settings, "media_type"):
+        settings.media_type = kind
+
+
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """Blender's own log lines (a line per rendered frame) off the standard output; errors still show."""
@@ -321,7 +328,7 @@ def before_after(stage_: Stage, frames: list[int], feet: dict[str, Any], path: p
     for f in frames:
         scene.frame_set(f)
         scene.render.filepath = str(folder / f"frame_{f:04d}.png")
-        scene.render.image_settings.media_type = "IMAGE"
+        _media_type(scene, "IMAGE")
         scene.render.image_settings.file_format = "PNG"
         with quiet():
             bpy.ops.render.render(write_still=True)
@@ -351,7 +358,7 @@ def animation(stage_: Stage, cfg: Any, path: pathlib.Path) -> pathlib.Path:
     scene.display.render_aa = "FXAA"  # a third of the default 8 samples' time; the stills keep those
     scene.render.fps = max(1, round(ds.FPS / cfg.video_step))
     try:
-        scene.render.image_settings.media_type = "VIDEO"
+        _media_type(scene, "VIDEO")
         scene.render.image_settings.file_format = "FFMPEG"
         scene.render.ffmpeg.format = "MPEG4"
         scene.render.ffmpeg.codec = "H264"
@@ -373,7 +380,7 @@ def _gif(path: pathlib.Path, cfg: Any) -> pathlib.Path:
     scene = bpy.context.scene
     folder = path.parent / "frames_gif"
     folder.mkdir(exist_ok=True)
-    scene.render.image_settings.media_type = "IMAGE"
+    _media_type(scene, "IMAGE")
     scene.render.image_settings.file_format = "PNG"
     images = []
     for f in range(scene.frame_start, scene.frame_end + 1, max(2, cfg.video_step)):
