@@ -415,6 +415,8 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         job = bake.BakeJob([obj], start, end, scene)
     except bake.BakeError as exc:
         raise InputError(str(exc)) from exc
+    for warning in job.warnings:
+        print(f"contact_ik: warning: {warning}", file=sys.stderr)
     reports = job.finish()
     t_bake = time.perf_counter()
     frames = list(range(start, end + 1))

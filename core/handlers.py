@@ -39,6 +39,30 @@ def contact_ik_load_post(*_args: Any) -> None:
 
 
 @bpy.app.handlers.persistent
+def contact_ik_undo_post(*_args: Any) -> None:
+    """Undo and redo bring back older data: terrains and actions may differ from what the caches hold, and
+    live preview may have been switched. The channel memory stays: a value still ours is still given back."""
+    from . import live
+
+    caches.terrain.reset()
+    caches.frames.clear()
+    live.sync_registry()
+    _forget_removed()
+
+
+def _forget_removed() -> None:
+    """Drop what is kept for armatures that no longer exist (deleted, or undone)."""
+    from . import live
+
+    names = {o.name for o in bpy.data.objects}
+    for name in [n for n in live.live_rigs if n not in names]:
+        live.live_rigs.discard(name)
+    for cache in (caches.rigs, caches.frames):
+        for name in [n for n in cache if n not in names]:
+            del cache[name]
+
+
+@bpy.app.handlers.persistent
 def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
     from . import live
 
@@ -53,6 +77,9 @@ def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.typ
 
     if live.writing:
         return  # Contact IK's own writes
+    objects = bpy.data.objects
+    if any(n not in objects for n in live.live_rigs) or any(n not in objects for n in caches.rigs):
+        _forget_removed()  # a deleted live armature leaves nothing behind
     watched = caches.terrain.names()
     if not watched and not caches.frames:
         return
@@ -80,6 +107,8 @@ _handlers = (
     (bpy.app.handlers.load_post, contact_ik_load_post),
     (bpy.app.handlers.frame_change_post, contact_ik_frame_change_post),
     (bpy.app.handlers.depsgraph_update_post, contact_ik_depsgraph_update_post),
+    (bpy.app.handlers.undo_post, contact_ik_undo_post),
+    (bpy.app.handlers.redo_post, contact_ik_undo_post),
 )
 
 
@@ -98,5 +127,13 @@ def unregister() -> None:
             handler_list.remove(fn)
     from . import live
 
+    # Disabled while previewing: the animation's values go back into every channel that still holds ours.
+    for name in list(caches.rigs):
+        obj = bpy.data.objects.get(name)
+        try:
+            if obj is not None and obj.pose is not None:
+                live.restore_for_edit(obj)
+        except Exception as exc:  # noqa: BLE001  unregister never fails
+            print(f"Contact IK: the pose of {name!r} was not restored: {type(exc).__name__}: {exc}")
     live.live_rigs.clear()
     caches.reset()
