@@ -414,7 +414,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     try:
         job = bake.BakeJob([obj], start, end, scene)
     except bake.BakeError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError(f"{pathlib.Path(path).name}: {exc}") from exc
     for warning in job.warnings:
         print(f"contact_ik: warning: {warning}", file=sys.stderr)
     reports = job.finish()

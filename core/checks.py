@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
+
+import bpy
+from mathutils import Vector
 
 from ..properties import settings
-
-if TYPE_CHECKING:
-    import bpy
 
 # Longest frame range Plant Feet samples at once (contacts are detected on every frame): 70 minutes at 24 fps.
 MAX_PLANT_FRAMES = 100_000
@@ -45,6 +45,10 @@ def transform_error(obj: bpy.types.Object) -> Optional[str]:
     if any(abs(s) < MIN_SCALE for s in scale):
         return (f"{name!r} has a zero scale {_fmt(scale)}: Contact IK cannot solve a collapsed armature; give it a "
                 f"non-zero scale in Object Properties > Transform (Alt+S clears it to 1)")
+    if any(s < 0.0 for s in scale) and (obj.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0))).z < 0.0:
+        return (f"{name!r} has a negative scale {_fmt(scale)} that turns it upside down (its up axis points down): "
+                "feet are planted along the armature's own up axis, so make the scale of that axis positive in "
+                "Object Properties > Transform (a mirror along X or Y is fine)")
     mw = obj.matrix_world
     if not _finite(v for row in mw for v in row):
         return (f"{name!r} has a world transform that is not a number (from its parent or constraints): fix the "
@@ -52,6 +56,15 @@ def transform_error(obj: bpy.types.Object) -> Optional[str]:
     if abs(mw.to_3x3().determinant()) < MIN_SCALE ** 3:
         return (f"{name!r} is collapsed to zero size in the world (a parent or constraint with zero scale): give it "
                 "a non-zero scale")
+    return None
+
+
+def pose_error(obj: bpy.types.Object) -> Optional[str]:
+    """The animated pose at the current frame: no bone may be given a transform that is not a number."""
+    for pb in obj.pose.bones:
+        if not _finite(v for row in pb.matrix for v in row):
+            return (f"the animation gives bone {pb.name!r} of {obj.name!r} a transform that is not a number at frame "
+                    f"{bpy.context.scene.frame_current}: fix its keys (Graph Editor) or the file it came from")
     return None
 
 
@@ -119,7 +132,7 @@ def rig_error(obj: bpy.types.Object) -> Optional[str]:
     """The first reason Contact IK cannot plant `obj`, or None."""
     if obj.type != "ARMATURE" or obj.pose is None:
         return f"{obj.name!r} is not an armature: select the animated armature"
-    error = transform_error(obj) or settings_error(obj)
+    error = transform_error(obj) or pose_error(obj) or settings_error(obj)
     if error:
         return error
     for limb in settings(obj).limbs:
