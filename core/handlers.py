@@ -39,6 +39,30 @@ def contact_ik_load_post(*_args: Any) -> None:
 
 
 @bpy.app.handlers.persistent
+def contact_ik_save_pre(*_args: Any) -> None:
+    """The file keeps the animation's values, not the IK: channels the animation does not key would
+    otherwise be saved holding IK, which the next session would take for the animation."""
+    from . import live
+
+    for name in list(caches.rigs):
+        obj = bpy.data.objects.get(name)
+        try:
+            if obj is not None and obj.pose is not None and obj.library is None:
+                live.restore_animation_values(obj)
+        except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
+            print(f"Contact IK: the pose of {name!r} was saved as it was: {type(exc).__name__}: {exc}")
+
+
+@bpy.app.handlers.persistent
+def contact_ik_save_post(*_args: Any) -> None:
+    """After saving, the live rigs show their planted pose again."""
+    from . import live
+
+    if live.live_rigs and bpy.context.scene is not None:
+        live.on_frame_change(bpy.context.scene)
+
+
+@bpy.app.handlers.persistent
 def contact_ik_undo_post(*_args: Any) -> None:
     """Undo and redo bring back older data: terrains and actions may differ from what the caches hold, and
     live preview may have been switched. The channel memory stays: a value still ours is still given back."""
@@ -68,6 +92,8 @@ def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) 
 
     if not live.live_rigs:
         return
+    if any(n not in bpy.data.objects for n in live.live_rigs):
+        _forget_removed()  # a live armature was deleted
     live.on_frame_change(scene, depsgraph)
 
 
@@ -109,6 +135,8 @@ _handlers = (
     (bpy.app.handlers.depsgraph_update_post, contact_ik_depsgraph_update_post),
     (bpy.app.handlers.undo_post, contact_ik_undo_post),
     (bpy.app.handlers.redo_post, contact_ik_undo_post),
+    (bpy.app.handlers.save_pre, contact_ik_save_pre),
+    (bpy.app.handlers.save_post, contact_ik_save_post),
 )
 
 
