@@ -552,7 +552,12 @@ def run_batch(inputs: list[str], args: argparse.Namespace) -> int:
     base = worker_command()
     jobs = args.jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="contact_ik_batch_"))
+    with tempfile.TemporaryDirectory(prefix="contact_ik_batch_") as folder:  # the workers' reports, removed after
+        return _run_batch(inputs, args, base, jobs, t0, pathlib.Path(folder))
+
+
+def _run_batch(inputs: list[str], args: argparse.Namespace, base: list[str], jobs: int, t0: float,
+               tmp: pathlib.Path) -> int:
 
     def one(i_path: tuple[int, str]) -> dict:
         i, path = i_path

@@ -345,8 +345,8 @@ def use_source(obj: bpy.types.Object) -> Optional[bpy.types.Action]:
     # Channels the source does not key would keep the bake's last values: give them their values from
     # before the bake.
     for key, values in dict(baked.get(UNKEYED_KEY, {})).items():
-        bone, prop = key.rsplit("|", 1)
-        if bone in obj.pose.bones:
+        bone, _sep, prop = str(key).rpartition("|")
+        if bone in obj.pose.bones and prop in live.PROPS:  # stored in the file: only the channels Contact IK writes
             setattr(obj.pose.bones[bone], prop, list(values))
     return source
 

@@ -41,7 +41,7 @@ def transform_error(obj: bpy.types.Object) -> Optional[str]:
         if not _finite(values):
             how = f"{fix} (or clear it with {clear})" if clear else fix
             return f"{name!r} has a {label} that is not a number {_fmt(values)}: {how}"
-    scale = [a * b for a, b in zip(obj.scale, obj.delta_scale)]
+    scale = [obj.scale[i] * obj.delta_scale[i] for i in range(3)]
     if any(abs(s) < MIN_SCALE for s in scale):
         return (f"{name!r} has a zero scale {_fmt(scale)}: Contact IK cannot solve a collapsed armature; give it a "
                 f"non-zero scale in Object Properties > Transform (Alt+S clears it to 1)")

@@ -14,13 +14,11 @@ import math
 import pathlib
 import tracemalloc
 
-import bmesh
 import bpy
 import harness
 import pytest
 import scenes
-from mathutils import Vector
-from test_plant_feet import LEG_LIMBS, _sole_points, _walker
+from test_plant_feet import _sole_points, _walker
 
 props = harness.module("properties")
 setup = harness.module("core.setup")
@@ -753,3 +751,72 @@ def test_cli_corrupt_bvh_gives_exit_code_2(tmp_path, capfd, value):
     assert code == 2, err
     assert "bad.bvh" in err and "contact_ik: error:" in err, err
     assert not (tmp_path / "out.blend").exists()
+
+
+# ------------------------------------------------------------------------------------------------ security
+
+
+def test_manifest_declares_only_the_files_permission_with_its_reason():
+    import tomllib
+    import zipfile
+
+    manifest = tomllib.loads(zipfile.ZipFile(harness.built_zip()).read("blender_manifest.toml").decode())
+    # Files only: the command line writes what it is told to; nothing uses the network, clipboard, camera...
+    assert manifest["permissions"].keys() == {"files"}
+    assert "where told" in manifest["permissions"]["files"]
+
+
+def _listing(folder):
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in pathlib.Path(folder).iterdir()}
+
+
+def test_cli_writes_only_where_it_is_told(tmp_path, monkeypatch, capfd):
+    src_dir, out_dir, cwd = tmp_path / "in", tmp_path / "out", tmp_path / "cwd"
+    for d in (src_dir, cwd):
+        d.mkdir()
+    _walker("flat")
+    bpy.ops.wm.save_as_mainfile(filepath=str(src_dir / "walk.blend"))
+    digest = _sha(src_dir / "walk.blend")
+    inputs = _listing(src_dir)
+    monkeypatch.chdir(cwd)
+    code = cli.execute(["bake", str(src_dir / "walk.blend"), "--terrain", "Flat", "--output", str(out_dir / "o.blend"),
+                        "--export", str(out_dir / "o.bvh"), "--report", str(out_dir / "r.json")])
+    assert code == 0, capfd.readouterr().err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["o.blend", "o.bvh", "r.json"]
+    assert _listing(src_dir) == inputs and _sha(src_dir / "walk.blend") == digest
+    assert list(cwd.iterdir()) == []
+
+
+def test_no_code_is_evaluated_from_data():
+    """No eval/exec/compile/__import__ and no unpickling anywhere in the extension, and no shell."""
+    import ast
+    import zipfile
+
+    archive = zipfile.ZipFile(harness.built_zip())
+    for name in archive.namelist():
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(archive.read(name).decode(), name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in {"eval", "exec", "compile", "__import__"}, (name, node.lineno)
+            if isinstance(node, ast.Call):
+                assert not any(k.arg == "shell" for k in node.keywords), (name, node.lineno)
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+                assert not {"pickle", "marshal", "shelve", "dill"} & set(mods), (name, node.lineno)
+
+
+def test_bone_names_with_quotes_and_brackets_are_data_not_code(capfd):
+    """Names go into F-curve paths escaped: a bone named like a piece of a path is baked as that bone."""
+    obj, terrain, leg = _walker("flat")
+    odd = 'shin"].location; import os #\\.L'
+    obj.data.bones["shin.L"].name = odd  # Blender renames the animation's paths with it
+    props.settings(obj).limbs[0].bones[1].bone = odd
+    _select(obj, terrain)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    assert _op("bake", capfd)[0] == {"FINISHED"}
+    fcs = anim.fcurves(anim.action_of(obj), anim.slot_of(obj))
+    paths = [fc.data_path for fc in fcs if "import os" in fc.data_path]
+    assert paths and all(obj.path_resolve(p) is not None for p in paths)
+    assert {obj.path_resolve(p.rsplit(".", 1)[0]).name for p in paths} == {odd}
