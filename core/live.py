@@ -84,7 +84,8 @@ def plays_baked(obj: bpy.types.Object) -> bool:
 def sync_registry() -> None:
     live_rigs.clear()
     for obj in bpy.data.objects:
-        if obj.type == "ARMATURE" and settings(obj).live_preview:
+        # Linked library data is never written to (its pose is the library's): only local or overridden rigs.
+        if obj.type == "ARMATURE" and obj.library is None and settings(obj).live_preview:
             live_rigs.add(obj.name)
 
 

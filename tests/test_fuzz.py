@@ -19,7 +19,7 @@ live = harness.module("core.live")
 from mathutils import Quaternion, Vector  # noqa: E402
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=40, deadline=None, derandomize=True,
+SLOW = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # Values that make chains degenerate when they coincide (zero-length bones, a target on the root,

@@ -662,6 +662,7 @@ def test_library_linked_armature_is_refused_and_the_library_never_changes(tmp_pa
         bpy.context.scene.frame_set(f)
     out, err = capfd.readouterr()
     assert "Traceback" not in err
+    assert props.settings(obj).live_preview and obj.name not in live.live_rigs  # saved on, never applied here
     _select(obj, terrain)
     for op in ("plant_feet", "bake", "detect_limbs"):
         result, msg = _op(op, capfd)
