@@ -223,7 +223,8 @@ def _lies_down() -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    """The line of an error that says what went wrong (Blender ends operator errors with a 'Location:' line)."""
+    text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip() and not ln.strip().startswith("Location:")]
     return text[-1] if text else type(exc).__name__
 
 
