@@ -85,6 +85,10 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
                                    "in the Contact IK panel")
             return {"CANCELLED"}
         objs = terrain_objects(SimpleNamespace(terrain=terrain, terrain_collection=collection))
+        if not objs:
+            self.report({"ERROR"}, f"The terrain collection {collection.name!r} holds no mesh: add the ground meshes to "
+                                   "it, or select the ground mesh too (Ctrl+click it)")
+            return {"CANCELLED"}
         try:
             error = checks.terrain_scene_error(objs, scene)
             if error:
