@@ -19,6 +19,8 @@ MAX_PLANT_FRAMES = 100_000
 MIN_SCALE = 1e-12
 # A chain bone shorter than this fraction of its chain is a point: no rotation of it can be solved.
 MIN_BONE = 1e-4
+# Lengths and heights in the settings beyond this many times the rig's limb length are refused.
+MAX_RATIO = 1000
 
 
 def _finite(values: Iterable[float]) -> bool:
@@ -81,14 +83,24 @@ def settings_error(obj: bpy.types.Object) -> Optional[str]:
         value = getattr(s, attr)
         if not math.isfinite(value):
             return f"{label} of {obj.name!r} is {value}, not a finite number: set it in the Contact IK panel"
-    for limb in s.limbs:
-        if not limb.enabled:
-            continue
+    enabled = [lb for lb in s.limbs if lb.enabled]
+    for limb in enabled:
         for attr, label in _LIMB_NUMBERS:
             value = getattr(limb, attr)
             if not math.isfinite(value):
                 return (f"{label} of limb {limb.name!r} is {value}, not a finite number: set it in the Contact IK "
                         "panel (Limbs)")
+    # Lengths far beyond the rig's size lose all precision in single-precision positions and rays.
+    for limb in enabled:
+        for attr, label in (("ray_length", "Ray Length"), ("foot_offset", "Sole Height")):
+            value = getattr(limb, attr)
+            if limb.length > 0.0 and value > MAX_RATIO * limb.length:
+                return (f"{label} of limb {limb.name!r} is {value:.3g}, over {MAX_RATIO} times the limb's length "
+                        f"({limb.length:.3g}): set it in the Contact IK panel (Limbs)")
+    size = max((lb.length for lb in enabled), default=0.0)
+    if size > 0.0 and abs(s.floor_height) > MAX_RATIO * size:
+        return (f"Floor Height of {obj.name!r} is {s.floor_height:.3g}, over {MAX_RATIO} times the leg length "
+                f"({size:.3g}): set it in the Contact IK panel (or turn on Detect Floor and run Plant Feet)")
     return None
 
 

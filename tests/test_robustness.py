@@ -515,18 +515,37 @@ def test_a_setting_set_to_nan_while_live_never_writes_nan(capfd):
         assert "Ray Length" in out and "live preview turned off" in out, out
 
 
-def test_huge_values_give_a_finite_pose(capfd):
+@pytest.mark.parametrize("setting,value,message", [
+    ("floor_height", math.inf, "Floor Height of 'metarig' is 3.4e+38, over 1000 times the leg length"),
+    ("floor_height", -1e6, "Floor Height of 'metarig' is -1e+06, over 1000 times the leg length"),
+    ("limbs[0].ray_length", 1e30, "Ray Length of limb 'Left Leg' is 1e+30, over 1000 times the limb's length"),
+    ("limbs[1].foot_offset", 1e9, "Sole Height of limb 'Right Leg' is 1e+09, over 1000 times the limb's length"),
+])
+def test_huge_settings_are_refused_and_stop_live_preview(setting, value, message, capfd):
+    """Blender stores infinity as 3.4e38; lengths that far beyond the rig lose all single-precision
+    accuracy, so they are refused like NaN (a typed 1e38 is not a foot's sole height)."""
     obj, terrain, leg = _walker("noise")
     s = props.settings(obj)
     _select(obj, terrain)
     assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
-    for setting, value in (("floor_height", math.inf), ("softness", 0.5)):
-        setattr(s, setting, value)
-    s.limbs[0].ray_length = 1e30
-    s.limbs[1].foot_offset = 1e30
+    s.auto_floor = False
+    owner, attr = (s, setting) if "." not in setting else (s.limbs[int(setting[6])], setting.split(".")[1])
+    setattr(owner, attr, value)
+    capfd.readouterr()
     for f in (1, 5):
         bpy.context.scene.frame_set(f)
         assert _all_finite(obj), f
+    out, _err = capfd.readouterr()
+    assert "live preview turned off for 'metarig'" in out and message in out, out
+    for op in ("plant_feet", "bake"):
+        result, msg = _op(op, capfd)
+        assert result == {"CANCELLED"} and message in msg and "Contact IK panel" in msg, msg
+
+
+def test_huge_transform_gives_a_finite_pose(capfd):
+    obj, terrain, leg = _walker("noise")
+    _select(obj, terrain)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
     obj.location = (1e9, -1e9, 1e9)
     obj.rotation_euler = (0.0, math.inf, 0.0)  # Blender stores the largest float instead of infinity
     bpy.context.view_layer.update()
