@@ -842,3 +842,14 @@ def test_bone_names_with_quotes_and_brackets_are_data_not_code(capfd):
     paths = [fc.data_path for fc in fcs if "import os" in fc.data_path]
     assert paths and all(obj.path_resolve(p) is not None for p in paths)
     assert {obj.path_resolve(p.rsplit(".", 1)[0]).name for p in paths} == {odd}
+
+
+def test_cli_bad_inputs_through_a_real_process(tmp_path):
+    """The same exit code and message from a separate process (the bpy-wheel runner), as a farm runs it."""
+    from test_cli import run
+
+    (tmp_path / "corrupt.blend").write_bytes(b"BLENDER-v300 not really")
+    proc = run("bake", str(tmp_path / "corrupt.blend"))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "is not a readable .blend file" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.blend"]
