@@ -853,3 +853,24 @@ def test_cli_bad_inputs_through_a_real_process(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "is not a readable .blend file" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.blend"]
+
+
+@pytest.mark.parametrize("breakage,message", [
+    ("chain", "limb 'Left Leg': 'shin.R' is not a child of 'thigh.L'"),
+    ("scale", "'metarig' has a zero scale"),
+    ("setting", "Soft IK of 'metarig' is nan, not a finite number"),
+])
+def test_cli_refuses_a_broken_rig_with_exit_code_2(breakage, message, tmp_path, capfd):
+    obj, terrain, _leg = _walker("flat")
+    if breakage == "chain":
+        props.settings(obj).limbs[0].bones[1].bone = "shin.R"
+    elif breakage == "scale":
+        obj.scale = (1.0, 0.0, 1.0)
+    else:
+        props.settings(obj).softness = math.nan
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "walk.blend"))
+    code = cli.execute(["bake", str(tmp_path / "walk.blend"), "--terrain", "Flat"])
+    err = capfd.readouterr().err
+    assert code == 2, err
+    assert f"contact_ik: error: walk.blend: {message}" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.blend"]
