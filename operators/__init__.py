@@ -64,6 +64,10 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         started = time.perf_counter()
         obj = context.active_object
         s = settings(obj)
+        if live.plays_baked(obj):
+            self.report({"ERROR"}, f"{obj.name!r} plays its baked action {obj.animation_data.action.name!r}, which already "
+                                   "holds the IK: click Back to Source Action to plant the source again")
+            return {"CANCELLED"}
         if not s.limbs:
             from ..core import detect
 

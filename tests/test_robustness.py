@@ -608,6 +608,19 @@ def test_plant_feet_on_a_scene_of_one_frame(capfd):
     assert _all_finite(obj)
 
 
+def test_plant_feet_on_a_rig_playing_its_bake_says_to_switch_back(capfd):
+    obj, terrain, _leg = _walker("flat")
+    _select(obj, terrain)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="POSE")
+    before = _snapshot(obj)
+    result, msg = _op("plant_feet", capfd)
+    assert result == {"CANCELLED"}
+    assert "'metarig' plays its baked action 'metarigAction [Contact IK]'" in msg and "Back to Source Action" in msg, msg
+    assert _snapshot(obj) == before
+
+
 def test_reversed_bake_range_is_refused(capfd):
     obj, terrain, _leg = _walker("flat")
     _select(obj, terrain)
