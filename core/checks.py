@@ -193,10 +193,10 @@ def rig_warnings(obj: bpy.types.Object) -> list[str]:
 
 
 def range_error(start: int, end: int) -> Optional[str]:
-    """Plant Feet's frame range (contacts are found on every frame of it)."""
+    """The range Plant Feet and Detect Contacts sample frame by frame (contacts are found on every frame)."""
     n = end - start + 1
     if n > MAX_PLANT_FRAMES:
-        return (f"the scene's frame range {start}..{end} has {n} frames, more than Plant Feet handles at once "
+        return (f"the scene's frame range {start}..{end} has {n} frames, more than Contact IK samples at once "
                 f"({MAX_PLANT_FRAMES}): set the scene's Start and End to the animation's frames "
                 "(Output Properties > Frame Range)")
     return None

@@ -401,6 +401,10 @@ class CONTACT_IK_OT_detect_contacts(bpy.types.Operator):
         from ..core import contacts
 
         obj = context.active_object
+        error = checks.range_error(context.scene.frame_start, context.scene.frame_end)
+        if error:
+            self.report({"ERROR"}, error)
+            return {"CANCELLED"}
         count = contacts.detect_contacts(obj, context.scene)
         live.invalidate_frames()
         if obj.name in live.live_rigs and live.precompute(obj, context.scene) is None:
