@@ -68,7 +68,10 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
             self.report({"ERROR"}, f"{obj.name!r} plays its baked action {obj.animation_data.action.name!r}, which already "
                                    "holds the IK: click Back to Source Action to plant the source again")
             return {"CANCELLED"}
-        if not s.limbs:
+        scene = context.scene
+        # Checked before limbs are detected, so a refusal changes nothing; detected limbs are checked too.
+        error = checks.rig_error(obj) or checks.range_error(scene.frame_start, scene.frame_end)
+        if not error and not s.limbs:
             from ..core import detect
 
             found = detect.detect_limbs(detect.bones_from_armature(obj))
@@ -77,8 +80,7 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
                                        "add limbs by hand in the Contact IK panel")
                 return {"CANCELLED"}
             setup.apply_detection(obj, found)
-        scene = context.scene
-        error = checks.rig_error(obj) or checks.range_error(scene.frame_start, scene.frame_end)
+            error = checks.rig_error(obj)
         if error:
             self.report({"ERROR"}, error)
             return {"CANCELLED"}
