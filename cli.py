@@ -223,7 +223,8 @@ def _lies_down() -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    """The line of an error that says what went wrong (Blender ends operator errors with a 'Location:' line)."""
+    text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip() and not ln.strip().startswith("Location:")]
     return text[-1] if text else type(exc).__name__
 
 
@@ -414,7 +415,9 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     try:
         job = bake.BakeJob([obj], start, end, scene)
     except bake.BakeError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError(f"{pathlib.Path(path).name}: {exc}") from exc
+    for warning in job.warnings:
+        print(f"contact_ik: warning: {warning}", file=sys.stderr)
     reports = job.finish()
     t_bake = time.perf_counter()
     frames = list(range(start, end + 1))
@@ -550,7 +553,12 @@ def run_batch(inputs: list[str], args: argparse.Namespace) -> int:
     base = worker_command()
     jobs = args.jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="contact_ik_batch_"))
+    with tempfile.TemporaryDirectory(prefix="contact_ik_batch_") as folder:  # the workers' reports, removed after
+        return _run_batch(inputs, args, base, jobs, t0, pathlib.Path(folder))
+
+
+def _run_batch(inputs: list[str], args: argparse.Namespace, base: list[str], jobs: int, t0: float,
+               tmp: pathlib.Path) -> int:
 
     def one(i_path: tuple[int, str]) -> dict:
         i, path = i_path

@@ -19,7 +19,7 @@ import bpy
 import numpy as np
 
 from ..properties import settings
-from . import anim, live
+from . import anim, checks, live
 from .contacts import fps_of
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
@@ -29,6 +29,11 @@ BAKED_KEY = "contact_ik_baked"
 SOURCE_KEY = "contact_ik_source"
 SUFFIX = " [Contact IK]"
 UNKEYED_KEY = "contact_ik_unkeyed"
+# Longest bake run on the vectorised fast path, whose arrays hold every frame at once (about 3 kB a frame);
+# longer ones are baked frame by frame, so starting a very long bake allocates nothing for its frames.
+FAST_MAX_FRAMES = 20_000
+# Rows of baked values allocated at a time as the bake advances.
+ROWS_CHUNK = 4096
 
 
 class BakeError(ValueError):
@@ -104,6 +109,11 @@ def driven_channels(obj: bpy.types.Object) -> list[Channel]:
 def validate(obj: bpy.types.Object) -> None:
     if obj.type != "ARMATURE":
         raise BakeError(f"{obj.name!r} is a {obj.type.lower()}, not an armature: select the animated armature")
+    if obj.library is not None:
+        raise BakeError(f"{obj.name!r} is linked from a library: make a library override to bake it")
+    error = checks.rig_error(obj)
+    if error:
+        raise BakeError(error)
     s = settings(obj)
     usable = [lb for lb in s.limbs if lb.enabled and limb_is_usable(obj, lb)]
     if not usable:
@@ -114,6 +124,9 @@ def validate(obj: bpy.types.Object) -> None:
     if is_baked(anim.action_of(obj)):
         raise BakeError(f"{obj.name!r} already plays a baked action ({anim.action_of(obj).name!r}): switch back to "
                         "its source action to bake again")
+    scene_error = checks.terrain_scene_error(terrain_objects(s), bpy.context.scene)
+    if scene_error:
+        raise BakeError(scene_error)
 
 
 class BakeJob:
@@ -128,7 +141,8 @@ class BakeJob:
             raise BakeError("no armature to bake: select the animated armature(s)")
         for obj in objs:
             validate(obj)
-        self.frames = list(range(start, end + 1))
+        self.warnings = [w for obj in objs for w in checks.rig_warnings(obj)]
+        self.frames = range(start, end + 1)
         self.saved_frame = self.scene.frame_current
         self.started = time.perf_counter()
         depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -142,7 +156,7 @@ class BakeJob:
             chans = driven_channels(obj)
             width = sum(c.size for c in chans)
             slot = anim.slot_of(obj)
-            self.rigs.append(RigBake(obj, terrain, chans, np.empty((len(self.frames), width)), anim.action_of(obj),
+            self.rigs.append(RigBake(obj, terrain, chans, np.empty((0, width)), anim.action_of(obj),
                                      getattr(slot, "identifier", None)))
         # Live preview steps aside during the sweep; the animation's values go back into its channels.
         self.was_live = {r.obj.name for r in self.rigs if r.obj.name in live.live_rigs}
@@ -158,7 +172,7 @@ class BakeJob:
         from . import batch
 
         for r in self.rigs:
-            if fast and batch.unsupported(r.obj) is None:
+            if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
                 r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames), self.frames[0], fps_of(self.scene))
         self._slow = any(r.batch is None for r in self.rigs)
         self.done = 0
@@ -170,7 +184,10 @@ class BakeJob:
     def step(self, count: int) -> bool:
         """Bake the next `count` frames; True when every frame is baked."""
         scene = self.scene
-        for i in range(self.done, min(self.done + count, len(self.frames))):
+        last = min(self.done + count, len(self.frames))
+        for rig in self.rigs:
+            _reserve(rig, last, len(self.frames))
+        for i in range(self.done, last):
             scene.frame_set(self.frames[i])
             depsgraph = bpy.context.evaluated_depsgraph_get() if self._slow else None
             for rig in self.rigs:
@@ -225,9 +242,20 @@ class BakeJob:
         self.scene.frame_set(self.saved_frame)
 
 
+def _reserve(rig: RigBake, rows: int, total: int) -> None:
+    """Room for `rows` rows of baked values, grown a chunk at a time (never more than `total`)."""
+    have = len(rig.values)
+    if have >= rows:
+        return
+    grown = np.empty((min(total, max(rows, have + ROWS_CHUNK, 2 * have)), rig.values.shape[1]))
+    grown[:have] = rig.values
+    rig.values = grown
+
+
 def _fill_from_batch(rig: RigBake) -> None:
     """The fast path's channel values, or the FK values where it wrote nothing."""
     b = rig.batch
+    _reserve(rig, b.frames, b.frames)
     out = b.compute()
     col = 0
     fk = {"rotation_quaternion": b.quat, "rotation_euler": b.euler, "rotation_axis_angle": b.aa, "location": b.loc}
@@ -254,7 +282,7 @@ def make_continuous(rig: RigBake) -> None:
         col += c.size
 
 
-def write_action(rig: RigBake, frames: list[int]) -> bpy.types.Action:
+def write_action(rig: RigBake, frames: range | list[int]) -> bpy.types.Action:
     """A copy of the rig's action with its driven channels replaced by the baked keys; the rig plays it."""
     obj = rig.obj
     source = rig.source
@@ -317,8 +345,8 @@ def use_source(obj: bpy.types.Object) -> Optional[bpy.types.Action]:
     # Channels the source does not key would keep the bake's last values: give them their values from
     # before the bake.
     for key, values in dict(baked.get(UNKEYED_KEY, {})).items():
-        bone, prop = key.rsplit("|", 1)
-        if bone in obj.pose.bones:
+        bone, _sep, prop = str(key).rpartition("|")
+        if bone in obj.pose.bones and prop in live.PROPS:  # stored in the file: only the channels Contact IK writes
             setattr(obj.pose.bones[bone], prop, list(values))
     return source
 

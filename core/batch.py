@@ -97,6 +97,8 @@ def unsupported(obj: bpy.types.Object) -> Optional[str]:
     """Why this rig needs the frame-by-frame bake, or None when the fast path covers it."""
     s = settings(obj)
     pbs = obj.pose.bones
+    if not any(lb.enabled and limb_is_usable(obj, lb) for lb in s.limbs):
+        return "no limb is enabled"  # nothing to solve: nothing to vectorise
     for lb in s.limbs:
         if not (lb.enabled and limb_is_usable(obj, lb)):
             continue

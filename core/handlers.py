@@ -39,11 +39,61 @@ def contact_ik_load_post(*_args: Any) -> None:
 
 
 @bpy.app.handlers.persistent
+def contact_ik_save_pre(*_args: Any) -> None:
+    """The file keeps the animation's values, not the IK: channels the animation does not key would
+    otherwise be saved holding IK, which the next session would take for the animation."""
+    from . import live
+
+    for name in list(caches.rigs):
+        obj = bpy.data.objects.get(name)
+        try:
+            if obj is not None and obj.pose is not None and obj.library is None:
+                live.restore_animation_values(obj)
+        except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
+            print(f"Contact IK: the pose of {name!r} was saved as it was: {type(exc).__name__}: {exc}")
+
+
+@bpy.app.handlers.persistent
+def contact_ik_save_post(*_args: Any) -> None:
+    """After saving, the live rigs show their planted pose again."""
+    from . import live
+
+    if live.live_rigs and bpy.context.scene is not None:
+        live.on_frame_change(bpy.context.scene)
+
+
+@bpy.app.handlers.persistent
+def contact_ik_undo_post(*_args: Any) -> None:
+    """Undo and redo bring back older data: terrains and actions may differ from what the caches hold, and
+    live preview may have been switched. The channel memory stays: a value still ours is still given back."""
+    from . import live
+
+    caches.terrain.reset()
+    caches.frames.clear()
+    live.sync_registry()
+    _forget_removed()
+
+
+def _forget_removed() -> None:
+    """Drop what is kept for armatures that no longer exist (deleted, or undone)."""
+    from . import live
+
+    names = {o.name for o in bpy.data.objects}
+    for name in [n for n in live.live_rigs if n not in names]:
+        live.live_rigs.discard(name)
+    for cache in (caches.rigs, caches.frames):
+        for name in [n for n in cache if n not in names]:
+            del cache[name]
+
+
+@bpy.app.handlers.persistent
 def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
     from . import live
 
     if not live.live_rigs:
         return
+    if any(n not in bpy.data.objects for n in live.live_rigs):
+        _forget_removed()  # a live armature was deleted
     live.on_frame_change(scene, depsgraph)
 
 
@@ -53,6 +103,9 @@ def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.typ
 
     if live.writing:
         return  # Contact IK's own writes
+    objects = bpy.data.objects
+    if any(n not in objects for n in live.live_rigs) or any(n not in objects for n in caches.rigs):
+        _forget_removed()  # a deleted live armature leaves nothing behind
     watched = caches.terrain.names()
     if not watched and not caches.frames:
         return
@@ -80,6 +133,10 @@ _handlers = (
     (bpy.app.handlers.load_post, contact_ik_load_post),
     (bpy.app.handlers.frame_change_post, contact_ik_frame_change_post),
     (bpy.app.handlers.depsgraph_update_post, contact_ik_depsgraph_update_post),
+    (bpy.app.handlers.undo_post, contact_ik_undo_post),
+    (bpy.app.handlers.redo_post, contact_ik_undo_post),
+    (bpy.app.handlers.save_pre, contact_ik_save_pre),
+    (bpy.app.handlers.save_post, contact_ik_save_post),
 )
 
 
@@ -98,5 +155,13 @@ def unregister() -> None:
             handler_list.remove(fn)
     from . import live
 
+    # Disabled while previewing: the animation's values go back into every channel that still holds ours.
+    for name in list(caches.rigs):
+        obj = bpy.data.objects.get(name)
+        try:
+            if obj is not None and obj.pose is not None:
+                live.restore_for_edit(obj)
+        except Exception as exc:  # noqa: BLE001  unregister never fails
+            print(f"Contact IK: the pose of {name!r} was not restored: {type(exc).__name__}: {exc}")
     live.live_rigs.clear()
     caches.reset()

@@ -20,6 +20,7 @@ import bpy
 import numpy as np
 
 from ..properties import settings
+from . import checks
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
 from .plant import RigResult, plant_rig
@@ -35,6 +36,8 @@ PROPS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_ang
 writing = False
 # Solve whole frame ranges at once for fast scrubbing (tests switch it off to check the frame-by-frame path).
 USE_FRAME_CACHE = True
+# Longest frame range solved at once into the frame cache (its arrays hold every frame, as the bake's do).
+MAX_CACHE_FRAMES = 20_000
 
 
 @dataclass
@@ -81,7 +84,8 @@ def plays_baked(obj: bpy.types.Object) -> bool:
 def sync_registry() -> None:
     live_rigs.clear()
     for obj in bpy.data.objects:
-        if obj.type == "ARMATURE" and settings(obj).live_preview:
+        # Linked library data is never written to (its pose is the library's): only local or overridden rigs.
+        if obj.type == "ARMATURE" and obj.library is None and settings(obj).live_preview:
             live_rigs.add(obj.name)
 
 
@@ -115,6 +119,9 @@ def _memory(obj: bpy.types.Object) -> RigMemory:
 def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> RigResult:
     """Plant `obj` for its pose evaluated in `depsgraph`, remembering what was there and what we wrote."""
     s = settings(obj)
+    error = checks.transform_error(obj) or checks.settings_error(obj)
+    if error:
+        raise ValueError(error)
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = _memory(obj)
     bones = obj.pose.bones
@@ -212,8 +219,8 @@ def precompute(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[FrameC
         start, end = scene.frame_preview_start, scene.frame_preview_end
     else:
         start, end = scene.frame_start, scene.frame_end
-    if end < start:
-        return None
+    if end < start or end - start + 1 > MAX_CACHE_FRAMES or checks.transform_error(obj) or checks.settings_error(obj):
+        return None  # frame by frame: a very long range is not swept at once; a broken rig is reported there
     saved_frame, saved_live = scene.frame_current, set(live_rigs)
     global writing
     live_rigs.clear()  # nothing is planted while the range is swept
@@ -298,6 +305,10 @@ def _disable(obj: bpy.types.Object, exc: Exception) -> None:
     print(f"Contact IK: live preview turned off for {obj.name!r}: {reason}")
     log.debug("live preview failure", exc_info=True)
     live_rigs.discard(obj.name)
+    try:
+        restore_for_edit(obj)  # the animation's values back in every channel that still holds ours
+    except Exception:  # noqa: BLE001  the pose may be read-only (library data): nothing of ours is in it
+        forget(obj.name)
     try:
         settings(obj).live_preview = False
     except Exception:  # the object may be read-only (library data); the registry already dropped it

@@ -115,9 +115,10 @@ def _bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
 
 
 def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool:
-    names = _bone_names(limb)
-    bones = obj.pose.bones
-    return bool(names) and all(n in bones for n in names) and (not limb.end_bone or limb.end_bone in bones)
+    """Its bones exist and are a parent-child line (`checks.limb_error`): a broken limb is skipped, never solved."""
+    from .checks import limb_error
+
+    return limb_error(obj, limb) is None
 
 
 def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import bpy
 
-from ..core import live, setup
+from ..core import checks, live, setup
 from ..core.ground import TerrainError, terrain_objects
 from ..core.handlers import caches
 from ..properties import settings
@@ -64,7 +65,14 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         obj = context.active_object
         assert obj is not None  # poll
         s = settings(obj)
-        if not s.limbs:
+        if live.plays_baked(obj):
+            self.report({"ERROR"}, f"{obj.name!r} plays its baked action {obj.animation_data.action.name!r}, which already "
+                                   "holds the IK: click Back to Source Action to plant the source again")
+            return {"CANCELLED"}
+        scene = context.scene
+        # Checked before limbs are detected, so a refusal changes nothing; detected limbs are checked too.
+        error = checks.rig_error(obj) or checks.range_error(scene.frame_start, scene.frame_end)
+        if not error and not s.limbs:
             from ..core import detect
 
             found = detect.detect_limbs(detect.bones_from_armature(obj))
@@ -73,29 +81,48 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
                                        "add limbs by hand in the Contact IK panel")
                 return {"CANCELLED"}
             setup.apply_detection(obj, found)
+            error = checks.rig_error(obj)
+        if error:
+            self.report({"ERROR"}, error)
+            return {"CANCELLED"}
         picked = [o for o in context.selected_objects if o.type == "MESH" and o is not obj]
-        if picked:
-            s.terrain = picked[0]
-        if s.terrain is None and s.terrain_collection is None:
+        terrain, collection = (picked[0] if picked else s.terrain), s.terrain_collection
+        if terrain is None and collection is None:
             self.report({"ERROR"}, "No terrain: select the ground mesh too (Ctrl+click it), or set Terrain "
                                    "in the Contact IK panel")
             return {"CANCELLED"}
+        objs = terrain_objects(SimpleNamespace(terrain=terrain, terrain_collection=collection))
+        if not objs:
+            self.report({"ERROR"}, f"The terrain collection {collection.name!r} holds no mesh: add the ground meshes to "
+                                   "it, or select the ground mesh too (Ctrl+click it)")
+            return {"CANCELLED"}
         try:
-            caches.terrain.get(terrain_objects(s), context.evaluated_depsgraph_get())
+            error = checks.terrain_scene_error(objs, scene)
+            if error:
+                raise TerrainError(error)
+            ground = caches.terrain.get(objs, context.evaluated_depsgraph_get())
         except TerrainError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        if picked:
+            s.terrain = picked[0]
+        for warning in checks.rig_warnings(obj):
+            self.report({"WARNING"}, warning)
         if s.auto_floor:
-            s.floor_height = setup.detect_floor(obj, context.scene)
+            s.floor_height = setup.detect_floor(obj, scene)
         if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
             from ..core import contacts
 
-            contacts.detect_contacts(obj, context.scene)
+            contacts.detect_contacts(obj, scene)
         s.live_preview = True
-        results = live.refresh(context.scene)
+        results = live.refresh(scene)
         if obj.name not in results:
             self.report({"ERROR"}, f"Plant Feet failed on {obj.name!r}: see the system console")
             return {"CANCELLED"}
+        if not checks.feet_over_terrain(obj, s, ground):
+            self.report({"WARNING"}, f"No ground under the feet of {obj.name!r} at frame {scene.frame_current}: the "
+                                     "terrain is not below them, so they keep their animated pose; move the terrain "
+                                     "under the character (or the character over it)")
         limbs = [lb.name for lb in s.limbs if lb.enabled]
         took = (time.perf_counter() - started) * 1000.0
         terrain_name = s.terrain.name if s.terrain else s.terrain_collection.name
@@ -257,7 +284,10 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
             objs.insert(0, context.active_object)
         scene = context.scene
         start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start, self.frame_end)
-        return bake.BakeJob(objs, start, end, scene)
+        job = bake.BakeJob(objs, start, end, scene)
+        for warning in job.warnings:
+            self.report({"WARNING"}, warning)
+        return job
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         from ..core import bake
@@ -390,6 +420,10 @@ class CONTACT_IK_OT_detect_contacts(bpy.types.Operator):
         from ..core import contacts
 
         obj = context.active_object
+        error = checks.range_error(context.scene.frame_start, context.scene.frame_end)
+        if error:
+            self.report({"ERROR"}, error)
+            return {"CANCELLED"}
         count = contacts.detect_contacts(obj, context.scene)
         live.invalidate_frames()
         if obj.name in live.live_rigs and live.precompute(obj, context.scene) is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..core import checks
 from ..properties import settings
 
 
@@ -13,7 +14,8 @@ class CONTACT_IK_UL_limbs(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):  # type: ignore[override]
         row = layout.row(align=True)
         row.prop(item, "enabled", text="")
-        row.label(text=item.name or f"Limb {index + 1}", icon="BONE_DATA")
+        broken = item.enabled and checks.limb_error(data.id_data, item) is not None
+        row.label(text=item.name or f"Limb {index + 1}", icon="ERROR" if broken else "BONE_DATA")
         row.prop(item, "weight", text="", slider=True)
 
 
@@ -99,6 +101,9 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
         row.operator("contact_ik.limb_bone", text="Add Chain Bone", icon="ADD").action = "ADD"
         row.operator("contact_ik.limb_bone", text="", icon="REMOVE").action = "REMOVE"
         col.prop_search(limb, "end_bone", obj.data, "bones")
+        problem = checks.limb_error(obj, limb) if limb.enabled else None
+        if problem:  # live preview skips this limb; Plant Feet and Bake refuse it
+            col.label(text=problem, icon="ERROR")
         if limb.kind == "FOOT":
             box = layout.box()
             head = box.row(align=True)
