@@ -310,7 +310,7 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         frames = job.frames
         worst = metrics.penetration_summary(objs, scene, frames) if frames else ""
         limbs = sum(len([lb for lb in settings(o).limbs if lb.enabled]) for o in objs)
-        self.report({"INFO"}, f"Baked {limbs} limb(s), frames {frames[0]}-{frames[-1]}: "
+        self.report({"INFO"}, f"Baked {limbs} limb(s) over {len(frames)} frames ({frames[0]}-{frames[-1]}): "
                               f"{names} in {took:.2f} s" + (f"; {worst}" if worst else ""))
         return {"FINISHED"}
 

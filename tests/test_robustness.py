@@ -590,7 +590,7 @@ def test_bake_of_a_single_frame(capfd):
     scene.frame_set(9)
     planted = _joints(obj)
     result, msg = _op("bake", capfd, use_scene_range=False, frame_start=9, frame_end=9)
-    assert result == {"FINISHED"} and "Baked 1 frames" in msg, msg
+    assert result == {"FINISHED"} and "over 1 frames (9-9)" in msg, msg
     fcs = anim.fcurves(anim.action_of(obj), anim.slot_of(obj))
     fc = fcs.find('pose.bones["shin.L"].rotation_quaternion', index=0)
     assert [k.co[0] for k in fc.keyframe_points if k.co[0] == 9] == [9.0]
