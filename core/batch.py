@@ -152,7 +152,8 @@ def qmat(q: np.ndarray) -> np.ndarray:
 def mat_to_quat(m: np.ndarray) -> np.ndarray:
     """Unit quaternions of the rotation part of (..., 3+, 3+) matrices (columns normalised first)."""
     r = m[..., :3, :3]
-    r = r / np.linalg.norm(r, axis=-2, keepdims=True)
+    norm = np.linalg.norm(r, axis=-2, keepdims=True)
+    r = r / np.where(norm > 0.0, norm, 1.0)  # a column scaled to zero stays zero (finite, no warning)
     tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
     out = np.empty(r.shape[:-2] + (4,))
     c0 = tr > 0.0
