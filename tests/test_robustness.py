@@ -201,9 +201,11 @@ def test_zero_length_chain_bone_is_refused(capfd):
     eb = obj.data.edit_bones["shin.L"]
     eb.use_connect = False
     obj.data.edit_bones["foot.L"].use_connect = False
-    eb.tail = eb.head  # made from a script (the UI does not let a bone shrink to a point)
+    # Made from a script (the UI does not let a bone shrink to a point). 20 micrometres: Blender 4.5
+    # deletes a bone of zero length when Edit Mode ends, 5.0 keeps about 2e-6 of it.
+    eb.tail = eb.head + (eb.tail - eb.head).normalized() * 2e-5
     bpy.ops.object.mode_set(mode="OBJECT")
-    assert obj.data.bones["shin.L"].length < 1e-5  # Blender keeps about 2e-6 of it
+    assert obj.data.bones["shin.L"].length < 1e-4
     _select(obj, terrain)
     before = _snapshot(obj)
     result, msg = _op("plant_feet", capfd)
