@@ -85,3 +85,40 @@ def test_plant_feet_on_mocap_leaves_no_sole_below_a_noise_terrain(clip):
                 if loc is not None:
                     worst = min(worst, (p - loc).dot(up))
     assert worst >= -1e-3 * leg, f"a sole went {-worst / leg:.4%} of the leg length below the terrain"
+
+
+def test_plant_feet_on_an_imported_bvh_with_no_settings_touched():
+    # What a user does: File > Import > BVH with the importer's defaults (plus the scene's frame range
+    # from the file), add a ground, select both, click Plant Feet. Nothing else is set.
+    harness.reset_scene()
+    bpy.ops.import_anim.bvh(filepath=str(harness.MOCAP / "cmu_12_01_walk.bvh"), update_scene_duration=True)
+    obj = bpy.context.active_object
+    scene = bpy.context.scene
+    bpy.ops.mesh.primitive_plane_add(size=500.0, location=(0.0, 0.0, 0.0))
+    ground = bpy.context.active_object
+    ground.rotation_euler.x = 0.2  # a slope, so the feet must move to land on it
+    bpy.ops.object.transform_apply(rotation=True)  # (so the BVH tree below is in world space)
+    bpy.context.view_layer.objects.active = obj
+    for o in scene.objects:
+        o.select_set(o in (obj, ground))
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    s = props.settings(obj)
+    feet = [lb for lb in s.limbs if lb.kind == "FOOT"]
+    assert {lb.name for lb in feet} == {"Left Leg", "Right Leg"} and all(lb.contacts for lb in feet)
+    leg = max(lb.length for lb in feet) * obj.matrix_world.to_scale().z
+    tree = BVHTree.FromObject(ground, bpy.context.evaluated_depsgraph_get())
+    up = Vector((0.0, 0.0, 1.0))
+    lowest = []
+    for f in range(scene.frame_start + 1, scene.frame_end + 1, 7):  # frame 1 of a cgspeed CMU file is a T-pose
+        scene.frame_set(f)
+        for limb in feet:
+            pts = [obj.matrix_world @ obj.pose.bones[limb.toe_bone].tail,
+                   obj.matrix_world @ obj.pose.bones[limb.end_bone].matrix
+                   @ setup.heel_local(obj, limb.end_bone, limb.foot_offset)]
+            heights = []
+            for p in pts:
+                loc, _n, _i, _d = tree.ray_cast(p + up * 10 * leg, -up)
+                heights.append((p - loc).dot(up))
+            lowest.append(min(heights))
+    assert min(lowest) >= -1e-3 * leg, [round(x / leg, 3) for x in lowest]  # nothing below the ground
+    assert sorted(lowest)[len(lowest) // 4] <= 0.01 * leg  # and planted on it (a quarter of samples on the ground)
