@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from mathutils import Vector
@@ -36,9 +35,11 @@ _HINT_EPS = 1e-6
 Vec3 = tuple[float, float, float]
 
 
-@dataclass(frozen=True)
-class TwoBoneResult:
-    """New knee (mid joint) and tip positions, which case applied, and the tip's distance to the target."""
+class TwoBoneResult(NamedTuple):
+    """New knee (mid joint) and tip positions, which case applied, and the tip's distance to the target.
+
+    A named tuple rather than a frozen dataclass: as immutable, and built in a fifth of the time (a
+    frozen dataclass's `__init__` alone took 1 us, half of a whole solve)."""
 
     knee: Vector
     tip: Vector
@@ -52,6 +53,9 @@ class TwoBoneResult:
     @property
     def reached(self) -> bool:
         return self.case == REACHED
+
+
+_new_result = tuple.__new__  # builds a TwoBoneResult without the generated __new__'s Python frame
 
 
 def _vec(v: VecLike) -> Vec3:
@@ -125,6 +129,74 @@ def solve_two_bone(
     reach eases in near full extension (soft IK). Degenerate input never raises and never returns NaN:
     it logs a warning and returns the most sensible finite pose.
     """
+    # The common case in one flat block (no helper calls: each costs about 0.1 us in CPython, and the
+    # live preview calls this per limb per frame). Anything unusual goes to `_solve_checked`.
+    try:  # indexing, not unpacking: twice as fast on a mathutils Vector
+        ax, ay, az = root[0], root[1], root[2]
+        bx, by, bz = knee[0], knee[1], knee[2]
+        cx, cy, cz = tip[0], tip[1], tip[2]
+        tx, ty, tz = target[0], target[1], target[2]
+        if pole is None:
+            px, py, pz = bx, by, bz
+        else:
+            px, py, pz = pole[0], pole[1], pole[2]
+    except (TypeError, IndexError):
+        return _solve_checked(root, knee, tip, target, pole, softness)
+    # One sum of squares: finite and below 1e60 means every coordinate is finite and under 1e30, so no
+    # square below overflows and the result fits in single precision (mathutils).
+    mag = (ax * ax + ay * ay + az * az + bx * bx + by * by + bz * bz + cx * cx + cy * cy + cz * cz
+           + tx * tx + ty * ty + tz * tz + px * px + py * py + pz * pz)
+    if not (mag < 1e60) or softness != 0.0:
+        return _solve_checked(root, knee, tip, target, pole, softness)
+    ux, uy, uz = bx - ax, by - ay, bz - az
+    vx, vy, vz = cx - bx, cy - by, cz - bz
+    wx, wy, wz = tx - ax, ty - ay, tz - az
+    l1 = math.sqrt(ux * ux + uy * uy + uz * uz)
+    l2 = math.sqrt(vx * vx + vy * vy + vz * vz)
+    d = math.sqrt(wx * wx + wy * wy + wz * wz)
+    chain = l1 + l2
+    eps = _REL_EPS * chain
+    if not (l1 > eps and l2 > eps and d > eps and chain > 1e-30):
+        return _solve_checked(root, knee, tip, target, pole, softness)
+    ex, ey, ez = wx / d, wy / d, wz / d
+    if d >= chain:
+        kx, ky, kz = ax + l1 * ex, ay + l1 * ey, az + l1 * ez
+        nx, ny, nz = ax + chain * ex, ay + chain * ey, az + chain * ez
+        case = TOO_FAR if d > chain else REACHED
+    elif d < abs(l1 - l2):
+        s = l1 if l1 >= l2 else -l1
+        kx, ky, kz = ax + s * ex, ay + s * ey, az + s * ez
+        r = l2 if l1 >= l2 else -l2
+        nx, ny, nz = kx - r * ex, ky - r * ey, kz - r * ez
+        case = TOO_CLOSE
+    else:
+        cos_t = (l1 * l1 + d * d - l2 * l2) / (2.0 * l1 * d)
+        cos_t = 1.0 if cos_t > 1.0 else (-1.0 if cos_t < -1.0 else cos_t)
+        along = l1 * cos_t
+        mx, my, mz = ax + along * ex, ay + along * ey, az + along * ez
+        hx, hy, hz = px - mx, py - my, pz - mz  # the pole, or else the current knee
+        h = hx * ex + hy * ey + hz * ez
+        hx, hy, hz = hx - h * ex, hy - h * ey, hz - h * ez
+        n = math.sqrt(hx * hx + hy * hy + hz * hz)
+        if not n > _HINT_EPS * l1:
+            return _solve_checked(root, knee, tip, target, pole, softness)
+        radius = l1 * math.sqrt(max(0.0, 1.0 - cos_t * cos_t)) / n
+        kx, ky, kz = mx + radius * hx, my + radius * hy, mz + radius * hz
+        return _new_result(TwoBoneResult, (Vector((kx, ky, kz)), Vector((tx, ty, tz)), REACHED, 0.0))
+    fx, fy, fz = nx - tx, ny - ty, nz - tz
+    return _new_result(TwoBoneResult, (Vector((kx, ky, kz)), Vector((nx, ny, nz)), case,
+                                        math.sqrt(fx * fx + fy * fy + fz * fz)))
+
+
+def _solve_checked(
+    root: VecLike,
+    knee: VecLike,
+    tip: VecLike,
+    target: VecLike,
+    pole: Optional[VecLike],
+    softness: float,
+) -> TwoBoneResult:
+    """`solve_two_bone` with every check: non-finite or huge input, zero lengths, soft IK, no bend hint."""
     a, b, c, t = _vec(root), _vec(knee), _vec(tip), _vec(target)
     goal = t
     if not (_finite(a) and _finite(b) and _finite(c)):
