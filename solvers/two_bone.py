@@ -306,33 +306,46 @@ def solve_two_bone_batch(
         return _solve_batch(a, b, c, t, pole, softness)
 
 
+def _norms(v: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("ij,ij->i", v, v))
+
+
 def _solve_batch(
     a: np.ndarray, b: np.ndarray, c: np.ndarray, t: np.ndarray, pole: Optional[np.ndarray], softness: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    finite_chain = np.isfinite(a).all(1) & np.isfinite(b).all(1) & np.isfinite(c).all(1)
-    finite_target = np.isfinite(t).all(1)
-    a = np.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
-    b = np.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
-    c = np.nan_to_num(c, nan=0.0, posinf=0.0, neginf=0.0)
-    t = np.where(finite_target[:, None], t, c)
+    # Rare cases (non-finite input, a target on the root, out of reach, too close, no bend hint,
+    # overflow) are found with one global test each and only then handled row by row: in the usual
+    # batch none occurs and each would cost a pass over (N, 3) arrays.
+    all_finite = bool(np.isfinite(a.sum() + b.sum() + c.sum() + t.sum()))
+    if all_finite:
+        degenerate = np.zeros(len(a), dtype=bool)
+    else:
+        finite_target = np.isfinite(t).all(1)
+        degenerate = ~(np.isfinite(a).all(1) & np.isfinite(b).all(1) & np.isfinite(c).all(1) & finite_target)
+        a = np.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
+        b = np.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
+        c = np.nan_to_num(c, nan=0.0, posinf=0.0, neginf=0.0)
+        t = np.where(finite_target[:, None], t, c)
 
     ab = b - a
-    bc = c - b
-    l1 = np.sqrt(np.einsum("ij,ij->i", ab, ab))
-    l2 = np.sqrt(np.einsum("ij,ij->i", bc, bc))
+    l1 = _norms(ab)
+    l2 = _norms(c - b)
     chain = l1 + l2
     eps = _REL_EPS * np.maximum(chain, 1e-30)
     to_t = t - a
-    d = np.sqrt(np.einsum("ij,ij->i", to_t, to_t))
-    degenerate = ~finite_chain | ~finite_target | (l1 <= eps) | (l2 <= eps) | ~np.isfinite(chain) | ~np.isfinite(d)
+    d = _norms(to_t)
+    degenerate |= (l1 <= eps) | (l2 <= eps) | ~np.isfinite(chain) | ~np.isfinite(d)
 
     on_root = d <= eps
-    ac = c - a
-    ac_len = np.sqrt(np.einsum("ij,ij->i", ac, ac))
-    fallback = np.where((ac_len > 0)[:, None], ac / np.where(ac_len > 0, ac_len, 1.0)[:, None],
-                        ab / np.where(l1 > 0, l1, 1.0)[:, None])
-    e = np.where(on_root[:, None], fallback, to_t / np.where(on_root, 1.0, d)[:, None])
-    d = np.where(on_root, 0.0, d)
+    if on_root.any():
+        ac = c - a
+        ac_len = _norms(ac)
+        fallback = np.where((ac_len > 0)[:, None], ac / np.where(ac_len > 0, ac_len, 1.0)[:, None],
+                            ab / np.where(l1 > 0, l1, 1.0)[:, None])
+        e = np.where(on_root[:, None], fallback, to_t / np.where(on_root, 1.0, d)[:, None])
+        d = np.where(on_root, 0.0, d)
+    else:
+        e = to_t / d[:, None]
     if softness > 0.0:
         d = soft_distance_array(d, chain, softness)
 
@@ -350,35 +363,40 @@ def _solve_batch(
         pole_ok = np.isfinite(pv).all(1)
         ph = np.nan_to_num(pv) - m
         pu = ph - np.einsum("ij,ij->i", ph, e)[:, None] * e
-        pu_len = np.sqrt(np.einsum("ij,ij->i", pu, pu))
+        pu_len = _norms(pu)
         use_pole = pole_ok & (pu_len > _HINT_EPS * safe_l1)
         u = np.where(use_pole[:, None], pu, u)
-    u_len = np.sqrt(np.einsum("ij,ij->i", u, u))
+    u_len = _norms(u)
     no_hint = u_len <= _HINT_EPS * safe_l1
-    if np.any(no_hint & ~degenerate & ~too_far & ~too_close):
-        log.warning("two-bone IK (batch): %d knee(s) in line with root and target; bending toward an arbitrary side",
-                    int(np.count_nonzero(no_hint & ~degenerate & ~too_far & ~too_close)))
+    if no_hint.any():
+        bending = no_hint & ~degenerate & ~too_far & ~too_close
+        if bending.any():
+            log.warning("two-bone IK (batch): %d knee(s) in line with root and target; bending toward an "
+                        "arbitrary side", int(np.count_nonzero(bending)))
         for i in np.flatnonzero(no_hint):
             u[i] = any_perpendicular(_vec(e[i]))
         u_len = np.where(no_hint, 1.0, u_len)
-    u = u / u_len[:, None]
 
-    new_b = m + (l1 * sin_t)[:, None] * u
+    new_b = m + (l1 * sin_t / u_len)[:, None] * u
     new_c = a + d[:, None] * e
-    sign = np.where(l1 >= l2, 1.0, -1.0)
-    far_b = a + l1[:, None] * e
-    far_c = a + chain[:, None] * e
-    close_b = a + (sign * l1)[:, None] * e
-    close_c = close_b - (sign * l2)[:, None] * e
-    new_b = np.where(too_far[:, None], far_b, np.where(too_close[:, None], close_b, new_b))
-    new_c = np.where(too_far[:, None], far_c, np.where(too_close[:, None], close_c, new_c))
+    if too_far.any():
+        rows = np.flatnonzero(too_far)
+        new_b[rows] = a[rows] + l1[rows, None] * e[rows]
+        new_c[rows] = a[rows] + chain[rows, None] * e[rows]
+    if too_close.any():
+        rows = np.flatnonzero(too_close)
+        sign = np.where(l1[rows] >= l2[rows], 1.0, -1.0)
+        new_b[rows] = a[rows] + (sign * l1[rows])[:, None] * e[rows]
+        new_c[rows] = new_b[rows] - (sign * l2[rows])[:, None] * e[rows]
     # Overflow in the intermediate squares (coordinates near 1e154 and beyond) also counts as degenerate.
-    degenerate |= ~(np.isfinite(new_b).all(1) & np.isfinite(new_c).all(1))
-    new_b = np.where(degenerate[:, None], b, new_b)
-    new_c = np.where(degenerate[:, None], c, new_c)
-    case = np.where(degenerate, DEGENERATE, np.where(too_far & (d > chain), TOO_FAR,
-                                                     np.where(too_close, TOO_CLOSE, REACHED)))
-    if np.any(degenerate):
+    if not np.isfinite(new_b.sum() + new_c.sum()):
+        degenerate |= ~(np.isfinite(new_b).all(1) & np.isfinite(new_c).all(1))
+    case = np.where(too_far & (d > chain), TOO_FAR, np.where(too_close, TOO_CLOSE, REACHED)).astype(np.int8)
+    if degenerate.any():
+        rows = np.flatnonzero(degenerate)
+        new_b[rows] = b[rows]
+        new_c[rows] = c[rows]
+        case[rows] = DEGENERATE
         log.warning("two-bone IK (batch): %d degenerate chain(s) (non-finite input or zero-length bone) kept as FK",
-                    int(np.count_nonzero(degenerate)))
-    return new_b, new_c, case.astype(np.int8)
+                    len(rows))
+    return new_b, new_c, case
