@@ -1,7 +1,7 @@
 # Contact IK developer commands. `make demo` runs the main job, `make test` runs every check.
 PY := .venv/bin/python
 
-.PHONY: venv build demo test lint typecheck quality bench clean
+.PHONY: venv build demo test lint typecheck quality bench bench-quick clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -25,8 +25,10 @@ quality: venv
 	@$(PY) tools/quality.py
 
 bench: venv
-	@$(PY) benchmarks/bench_frame_set.py
-	@$(PY) benchmarks/bench_bake.py
+	@$(PY) benchmarks/run_all.py
+
+bench-quick: venv
+	@$(PY) benchmarks/run_all.py --quick --output out/benchmarks-quick.md
 
 clean:
 	rm -rf dist out .venv

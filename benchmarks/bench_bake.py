@@ -204,6 +204,33 @@ def run(frames: int, rounds: int) -> dict:
     }
 
 
+def markdown(results: list[dict]) -> str:
+    """The bake section of docs/benchmarks.md from `main`'s JSON."""
+    lines = ["## 4. Bake", "",
+             "Rigify metarig, 2 feet + 2 hands, walking (a keyed 48-frame cycle repeated), noise terrain, foot "
+             "contacts detected as Plant Feet does. Anchors measured in the same run: `nla.bake(visual_keying=True)` "
+             "of Blender's native IK constraints on the same four limbs, and a bare `frame_set` sweep of the range. "
+             "Seconds are medians of the rounds (1,000 frames: "
+             f"{results[0]['rounds']} rounds; 10,000 frames: 1); peak memory growth is measured in a fresh process "
+             "per bake.", "",
+             "| frames | bare sweep ms/frame | Contact IK ms/frame | nla.bake ms/frame | nla.bake / ours | ours / bare | "
+             "our peak MB | nla.bake peak MB | goals |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in results:
+        ms = r["ms_per_frame"]
+        fast, cheap = r["nla_over_contact_ik"] >= 5, r["contact_ik_over_bare"] <= 2
+        goals = [f"{'met' if fast else '**missed**'} (>= 5x faster than nla.bake: {r['nla_over_contact_ik'] / 5:.2f}x "
+                 "the goal)",
+                 f"{'met' if cheap else '**missed**'} (<= 2x bare: {r['contact_ik_over_bare'] / 2:.2f}x the limit)"]
+        if r["frames"] >= 10000:
+            ok = r["memory_growth_mb"] < 200
+            goals.append(f"{'met' if ok else '**missed**'} (< 200 MB: {r['memory_growth_mb'] / 200:.2f}x the limit)")
+        lines.append(f"| {r['frames']:,} | {ms['bare']:.3f} | {ms['contact_ik']:.3f} | {ms['nla_bake']:.3f} | "
+                     f"{r['nla_over_contact_ik']:.1f}x | {r['contact_ik_over_bare']:.2f}x | {r['memory_growth_mb']:.1f} | "
+                     f"{r['memory_growth_nla_mb']:.1f} | {'; '.join(goals)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, nargs="+", default=[1000, 10000])
