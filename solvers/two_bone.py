@@ -142,11 +142,7 @@ def solve_two_bone(
             px, py, pz = pole[0], pole[1], pole[2]
     except (TypeError, IndexError):
         return _solve_checked(root, knee, tip, target, pole, softness)
-    # One sum of squares: finite and below 1e60 means every coordinate is finite and under 1e30, so no
-    # square below overflows and the result fits in single precision (mathutils).
-    mag = (ax * ax + ay * ay + az * az + bx * bx + by * by + bz * bz + cx * cx + cy * cy + cz * cz
-           + tx * tx + ty * ty + tz * tz + px * px + py * py + pz * pz)
-    if not (mag < 1e60) or softness != 0.0:
+    if softness != 0.0:
         return _solve_checked(root, knee, tip, target, pole, softness)
     ux, uy, uz = bx - ax, by - ay, bz - az
     vx, vy, vz = cx - bx, cy - by, cz - bz
@@ -156,7 +152,10 @@ def solve_two_bone(
     d = math.sqrt(wx * wx + wy * wy + wz * wz)
     chain = l1 + l2
     eps = _REL_EPS * chain
-    if not (l1 > eps and l2 > eps and d > eps and chain > 1e-30):
+    # NaN fails every comparison and an overflowed square makes eps infinite, so this also sends
+    # non-finite input there; the bounds keep the result within single precision (mathutils).
+    if not (l1 > eps and l2 > eps and d > eps and 1e-30 < chain < 1e30 and d < 1e30
+            and -1e30 < ax < 1e30 and -1e30 < ay < 1e30 and -1e30 < az < 1e30):
         return _solve_checked(root, knee, tip, target, pole, softness)
     ex, ey, ez = wx / d, wy / d, wz / d
     if d >= chain:
@@ -178,7 +177,7 @@ def solve_two_bone(
         h = hx * ex + hy * ey + hz * ez
         hx, hy, hz = hx - h * ex, hy - h * ey, hz - h * ez
         n = math.sqrt(hx * hx + hy * hy + hz * hz)
-        if not n > _HINT_EPS * l1:
+        if not _HINT_EPS * l1 < n < math.inf:  # no usable hint, or a non-finite pole
             return _solve_checked(root, knee, tip, target, pole, softness)
         radius = l1 * math.sqrt(max(0.0, 1.0 - cos_t * cos_t)) / n
         kx, ky, kz = mx + radius * hx, my + radius * hy, mz + radius * hz
