@@ -111,7 +111,7 @@ def summary(solvers: dict[str, Any], frame_set: dict[str, Any], bake: list[dict[
     return rows
 
 
-def explain(frame_set: dict[str, Any], crowd: list[dict[str, Any]]) -> list[str]:
+def explain(frame_set: dict[str, Any], bake: list[dict[str, Any]], crowd: list[dict[str, Any]]) -> list[str]:
     """What dominates where a live goal is missed, from the instrumented figures and the profiles."""
     b = frame_set["breakdown_ms"]["contact_ik"]
     lines = ["## Where the time goes (profiles)", "",
@@ -136,6 +136,20 @@ def explain(frame_set: dict[str, Any], crowd: list[dict[str, Any]]) -> list[str]
                   "is the small part. cProfile of the live sweep, by own time (`refresh`'s own time is the "
                   "`depsgraph.update()` call):", ""]
         lines += profile_block(r["profile"]) + [""]
+    parts = next((r for r in bake if r.get("breakdown")), None)
+    if parts:
+        b, ms = parts["breakdown"]["ms_per_frame"], parts["ms_per_frame"]
+        need = ms["nla_bake"] / 5.0
+        lines += [f"Bake, {parts['frames']:,} frames (section 4): one Contact IK bake takes {b['total']:.3f} ms per frame: "
+                  f"reading the pose on each frame {b['read']:.3f}, the vectorised solve with its raycasts "
+                  f"{b['compute']:.3f}, writing the action {b['write_action']:.3f}, and the rest {b['rest']:.3f}, which "
+                  f"is the `frame_set` sweep itself (the bare sweep alone: {ms['bare']:.3f}). Being 5x faster than "
+                  f"nla.bake ({ms['nla_bake']:.3f}) means {need:.3f} ms per frame, {need / ms['bare']:.2f}x the bare "
+                  "sweep: the sweep that evaluates each frame's animation is most of the budget, so the goal is "
+                  "within reach only by not sweeping (evaluating the source action's curves in numpy for rigs "
+                  "with no constraints or drivers), a change in core/batch.py. cProfile of one bake, by own time "
+                  "(`step`'s own time is the `frame_set` calls):", ""]
+        lines += profile_block(parts["breakdown"]["profile"]) + [""]
     lines += ["Not done: avoiding the second evaluation altogether means feeding the cached values into Blender's "
               "own evaluation of the frame (for example a generated action on an NLA track over the source, evaluated "
               "in C with the rest of the animation) instead of writing to the pose after it; that changes what the "
@@ -200,7 +214,7 @@ def main() -> None:
             bench_frame_set.markdown(data["frame_set"]),
             bench_bake.markdown(data["bake"]),
             bench_crowd.markdown(data["crowd"])]
-    doc += explain(data["frame_set"], data["crowd"])
+    doc += explain(data["frame_set"], data["bake"], data["crowd"])
     path = pathlib.Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(doc).rstrip() + "\n")
