@@ -157,12 +157,13 @@ def solve_two_bone(
     if not (l1 > eps and l2 > eps and d > eps and 1e-30 < chain < 1e30 and d < 1e30
             and -1e30 < ax < 1e30 and -1e30 < ay < 1e30 and -1e30 < az < 1e30):
         return _solve_checked(root, knee, tip, target, pole, softness)
-    ex, ey, ez = wx / d, wy / d, wz / d
+    inv = 1.0 / d
+    ex, ey, ez = wx * inv, wy * inv, wz * inv
     if d >= chain:
         kx, ky, kz = ax + l1 * ex, ay + l1 * ey, az + l1 * ez
         nx, ny, nz = ax + chain * ex, ay + chain * ey, az + chain * ez
         case = TOO_FAR if d > chain else REACHED
-    elif d < abs(l1 - l2):
+    elif d < (l1 - l2 if l1 >= l2 else l2 - l1):
         s = l1 if l1 >= l2 else -l1
         kx, ky, kz = ax + s * ex, ay + s * ey, az + s * ez
         r = l2 if l1 >= l2 else -l2
@@ -179,7 +180,7 @@ def solve_two_bone(
         n = math.sqrt(hx * hx + hy * hy + hz * hz)
         if not _HINT_EPS * l1 < n < math.inf:  # no usable hint, or a non-finite pole
             return _solve_checked(root, knee, tip, target, pole, softness)
-        radius = l1 * math.sqrt(max(0.0, 1.0 - cos_t * cos_t)) / n
+        radius = l1 * math.sqrt(1.0 - cos_t * cos_t) / n  # cos_t is clamped to [-1, 1]
         kx, ky, kz = mx + radius * hx, my + radius * hy, mz + radius * hz
         return _new_result(TwoBoneResult, (Vector((kx, ky, kz)), Vector((tx, ty, tz)), REACHED, 0.0))
     fx, fy, fz = nx - tx, ny - ty, nz - tz
