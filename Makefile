@@ -6,7 +6,7 @@ OTHER_BLENDERS := 4.5.15 4.2.23
 # e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
 DEMO_ARGS ?=
 
-.PHONY: venv build demo test test-main test-others lint typecheck quality bench clean
+.PHONY: venv build demo test test-main test-others lint typecheck quality bench bench-quick clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -41,8 +41,10 @@ quality: venv
 	@$(PY) tools/quality.py
 
 bench: venv
-	@$(PY) benchmarks/bench_frame_set.py
-	@$(PY) benchmarks/bench_bake.py
+	@$(PY) benchmarks/run_all.py
+
+bench-quick: venv
+	@$(PY) benchmarks/run_all.py --quick --output out/benchmarks-quick.md
 
 clean:
 	rm -rf dist out .venv .venv-*

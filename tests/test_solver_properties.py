@@ -61,6 +61,22 @@ def test_reachable_target_reached_and_lengths_kept(chain, direction, frac, use_p
 
 
 @SETTINGS
+@given(two_bone_chains(), directions(), st.floats(0.0, 1.5), st.one_of(st.none(), directions()))
+def test_two_bone_fast_path_matches_the_checked_path(chain, direction, frac, pole_dir):
+    """solve_two_bone's flat fast path and the fully checked path it falls back to give the same pose."""
+    two_bone = harness.module("solvers.two_bone")
+    a, b, c, s = chain
+    target = a + direction * (frac * sum(lengths(a, b, c)))
+    pole = None if pole_dir is None else a + pole_dir * s
+    fast = two_bone.solve_two_bone(a, b, c, target, pole=pole)
+    checked = two_bone._solve_checked(a, b, c, target, pole, 0.0)
+    assert fast.case == checked.case
+    assert (fast.knee - checked.knee).length <= 1e-5 * s
+    assert (fast.tip - checked.tip).length <= 1e-5 * s
+    assert abs(fast.error - checked.error) <= 1e-5 * s
+
+
+@SETTINGS
 @given(two_bone_chains(), directions(), st.floats(1.001, 100.0))
 def test_unreachable_target_gives_full_extension_toward_it(chain, direction, factor):
     a, b, c, s = chain

@@ -1,0 +1,232 @@
+"""Crowd benchmark: 1, 10 and 100 bipeds (Rigify metarigs, 2 feet + 2 hands each) walking on one noise
+terrain: live preview's added cost per frame (a `frame_set` sweep with live preview on, against the same
+sweep with it off, interleaved rounds, medians) and the bake of all of them at once.
+
+    .venv/bin/python benchmarks/bench_crowd.py [--counts 1 10 100] [--frames 200] [--rounds 3] [--profile]
+
+Goal (issue 6): 100 bipeds live under 10 ms per frame of added cost. The rigs are copies of one metarig
+(`Object.copy()`: the armature data and the walk action shared, Contact IK settings copied), each with
+its own hand targets, spread over a grid. Results also go to out/bench_crowd.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import math
+import pathlib
+import pstats
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import common  # noqa: E402  (starts Blender with a private user folder)
+
+# isort: split
+import bpy  # noqa: E402
+import scenes  # noqa: E402
+from mathutils import Vector  # noqa: E402
+
+GOAL_MS = 10.0
+# The lean biped: the metarig's spine, legs and arms only (what a crowd character has), no Rigify properties.
+LEAN_BONES = {"spine", "spine.001", "spine.002", "spine.003", "spine.004", "spine.005", "spine.006"} | {
+    f"{b}.{side}" for side in "LR" for b in ("thigh", "shin", "foot", "toe", "heel.02", "shoulder", "upper_arm",
+                                             "forearm", "hand")}
+RIG_LABELS = {"lean": "lean biped (25 bones)", "metarig": "Rigify metarig (159 bones)"}
+
+
+def lean(obj: bpy.types.Object) -> None:
+    """Strip the metarig down to LEAN_BONES (and its pose bones of their Rigify properties)."""
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit = obj.data.edit_bones
+    for b in list(edit):
+        if b.name not in LEAN_BONES:
+            edit.remove(b)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for pb in obj.pose.bones:
+        for key in list(pb.keys()):
+            del pb[key]
+
+
+def build(count: int, frames: int, rig: str = "lean") -> list[bpy.types.Object]:
+    """`count` walking metarigs with Contact IK set up (limbs, terrain, floor, contacts, hand targets), live
+    preview off; the scene's range 1..frames."""
+    common.install()
+    common.harness.reset_scene()
+    scene = bpy.context.scene
+    first = scenes.metarig()
+    if rig == "lean":
+        lean(first)
+    scenes.author_walk(first, frames=48)
+    anim = common.module("core.anim")
+    for fc in anim.fcurves(first.animation_data.action, anim.slot_of(first)):
+        fc.modifiers.new("CYCLES")  # the walk cycle repeats in place: the crowd stays on its terrain
+    scene.frame_start, scene.frame_end = 1, frames
+    leg = scenes.leg_length(first)
+    side = math.ceil(math.sqrt(count))
+    spacing = 1.5 * leg
+    terrain = scenes.noise(leg, amplitude=0.05, segments=150, size=max(4.0, 1.5 * side + 4.0))
+    setup = common.module("core.setup")
+    detect = common.module("core.detect")
+    contacts = common.module("core.contacts")
+    setup.apply_detection(first, detect.detect_limbs(detect.bones_from_armature(first)))
+    s = first.contact_ik
+    s.terrain = terrain
+    s.floor_height = setup.detect_floor(first, scene)
+    contacts.detect_contacts(first, scene)
+    rigs = [first]
+    for _ in range(1, count):
+        o = first.copy()
+        scene.collection.objects.link(o)
+        rigs.append(o)
+    offset = (side - 1) * spacing / 2.0
+    for k, o in enumerate(rigs):
+        o.location = Vector(((k % side) * spacing - offset, (k // side) * spacing - offset, 0.0))
+    bpy.context.view_layer.update()
+    for o in rigs:
+        for hand_side in "LR":
+            shoulder = o.matrix_world @ o.pose.bones[f"upper_arm.{hand_side}"].head
+            t = bpy.data.objects.new(f"Rail.{o.name}.{hand_side}", None)
+            scene.collection.objects.link(t)
+            t.location = shoulder + Vector(((0.2 if hand_side == "L" else -0.2) * leg, -0.3 * leg, -0.25 * leg))
+            for limb in o.contact_ik.limbs:
+                if limb.kind == "HAND" and limb.end_bone.endswith(f".{hand_side}"):
+                    limb.target_object = t
+    scene.frame_set(1)
+    return rigs
+
+
+def live_on(rigs: list[bpy.types.Object]) -> float:
+    """Turn live preview on for every rig (the frame caches built in one sweep); the seconds it took."""
+    live = common.module("core.live")
+    scene = bpy.context.scene
+    t0 = time.perf_counter()
+    with live.together(scene):
+        for o in rigs:
+            o.contact_ik.live_preview = True
+    took = time.perf_counter() - t0
+    missing = [o.name for o in rigs if o.name not in live.caches.frames]
+    assert not missing, f"no frame cache for {missing[:3]}"
+    return took
+
+
+def live_off(rigs: list[bpy.types.Object]) -> None:
+    for o in rigs:
+        if o.contact_ik.live_preview:
+            o.contact_ik.live_preview = False
+    bpy.context.scene.frame_set(1)
+
+
+def bake_all(rigs: list[bpy.types.Object], frames: int) -> float:
+    """Seconds of one bake of every rig (one sweep); the bakes are then removed."""
+    bake = common.module("core.bake")
+    sources = [o.animation_data.action for o in rigs]
+    t0 = time.perf_counter()
+    bake.BakeJob(rigs, 1, frames).finish()
+    took = time.perf_counter() - t0
+    for o, src in zip(rigs, sources):
+        baked = o.animation_data.action
+        bake.use_source(o)
+        if baked is not src:
+            bpy.data.actions.remove(baked)
+    return took
+
+
+def run(count: int, frames: int, rounds: int, profile: bool = False, rig: str = "lean") -> dict[str, Any]:
+    t0 = time.perf_counter()
+    rigs = build(count, frames, rig)
+    setup_s = time.perf_counter() - t0
+    sweeps: dict[str, list[float]] = {"bare": [], "live": []}
+    builds = []
+    common.sweep(1, frames)  # warm-up
+    for r in range(rounds):
+        for which in (("bare", "live") if r % 2 == 0 else ("live", "bare")):
+            if which == "live":
+                builds.append(live_on(rigs))
+            sweeps[which].append(sum(common.sweep(1, frames)))
+            if which == "live":
+                live_off(rigs)
+    bakes = [bake_all(rigs, frames) for _ in range(max(1, rounds // 2))]
+    ms = {k: 1000.0 * common.median(v) / frames for k, v in sweeps.items()}
+    out: dict[str, Any] = {
+        "rig": rig, "bones": len(rigs[0].pose.bones), "rigs": count, "limbs": 4 * count, "frames": frames,
+        "rounds": rounds, "setup_seconds": setup_s,
+        "ms_per_frame": ms, "added_ms": ms["live"] - ms["bare"],
+        "cache_build_seconds": common.median(builds), "bake_seconds": common.median(bakes),
+        "bake_ms_per_frame": 1000.0 * common.median(bakes) / frames,
+        "bake_over_bare": common.median(bakes) / common.median(sweeps["bare"]),
+    }
+    if profile:
+        live_on(rigs)
+        prof = cProfile.Profile()
+        prof.enable()
+        common.sweep(1, min(frames, 50))
+        prof.disable()
+        live_off(rigs)
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).strip_dirs().sort_stats("tottime").print_stats(8)
+        out["profile"] = text.getvalue()
+    return out
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    if not results:
+        return ""
+    r0 = results[0]
+    lines = ["## 5. A crowd", "",
+             "Bipeds walking on one noise terrain, 4 limbs each: copies of one armature (armature data and walk action "
+             "shared, Contact IK settings copied, hand targets of their own). Two rigs: the lean biped (the Rigify "
+             "metarig's spine, legs and arms: 25 bones, no Rigify properties, what a crowd character has) and the "
+             f"whole Rigify metarig (159 bones with face and fingers). {r0['frames']} frames, median of "
+             f"{r0['rounds']} interleaved rounds. Anchor: the same `frame_set` sweep with live preview off (bare). "
+             "Live: the frame caches built (one sweep for all rigs), each frame writes the cached values. "
+             "Bake: every rig at once.",
+             "",
+             "| rig | bipeds | limbs | bare ms/frame | live ms/frame | added ms/frame | added per rig | cache build s | "
+             "bake s | bake ms/frame | bake / bare sweep | goal |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in results:
+        ms = r["ms_per_frame"]
+        goal = ""
+        if r["rigs"] >= 100 and r["rig"] == "lean":
+            ok = r["added_ms"] < GOAL_MS
+            goal = f"{'met' if ok else '**missed**'} (< {GOAL_MS:g} ms added: {r['added_ms'] / GOAL_MS:.2f}x the limit)"
+        lines.append(f"| {RIG_LABELS[r['rig']]} | {r['rigs']} | {r['limbs']} | {ms['bare']:.3f} | {ms['live']:.3f} | "
+                     f"{r['added_ms']:.3f} | "
+                     f"{r['added_ms'] / r['rigs']:.3f} | {r['cache_build_seconds']:.2f} | {r['bake_seconds']:.2f} | "
+                     f"{r['bake_ms_per_frame']:.2f} | {r['bake_over_bare']:.2f}x | {goal} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--counts", type=int, nargs="+", default=[1, 10, 100])
+    ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--metarig", type=int, nargs="*", default=[100],
+                    help="crowd sizes also run with the whole Rigify metarig (159 bones)")
+    ap.add_argument("--profile", action="store_true", help="cProfile 50 live frames of the largest crowd")
+    ap.add_argument("--json", default=str(common.OUT / "bench_crowd.json"))
+    args = ap.parse_args()
+    results = []
+    runs = [("lean", n) for n in args.counts] + [("metarig", n) for n in args.metarig]
+    for rig, n in runs:
+        results.append(run(n, args.frames, args.rounds if rig == "lean" else max(1, args.rounds - 1),
+                           profile=args.profile and n == max(args.counts + args.metarig), rig=rig))
+        print(f"{n} bipeds: {json.dumps({k: v for k, v in results[-1].items() if k != 'profile'})}", flush=True)
+    print(markdown(results))
+    for r in results:
+        if "profile" in r:
+            print(r["profile"])
+    path = pathlib.Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2))
+    print(f"written {path}")
+
+
+if __name__ == "__main__":
+    main()
