@@ -43,7 +43,7 @@ def test_setup_is_two_commands_that_the_makefile_and_ci_run():
     assert re.search(r"^\s*make test\s*$", (harness.ROOT / ".ci" / "run").read_text(), re.M)
 
 
-@pytest.mark.parametrize("target", ["build", "demo", "test", "quality", "bench"])
+@pytest.mark.parametrize("target", ["build", "demo", "test", "quality", "bench", "bench-quick"])
 def test_every_make_target_named_in_the_readme_resolves(target):
     assert f"make {target}" in README
     proc = subprocess.run(["make", "-n", target], cwd=harness.ROOT, capture_output=True, text=True, timeout=60)
