@@ -83,3 +83,17 @@ def test_headless_commands_work_as_written(tmp_path):
     assert batch
     # Nothing written beside the inputs.
     assert not list(harness.MOCAP.glob("*.contact_ik.*"))
+
+
+def test_solver_snippet_runs_as_written():
+    # The README's Python block, with the extension's package as this test run installed it (the README
+    # names the `user_default` repository a user installs into).
+    block = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert len(block) == 1
+    code = block[0].replace("bl_ext.user_default.contact_ik", harness.PACKAGE)
+    assert harness.PACKAGE in code
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README, not user data
+    assert scope["res"].case_name == "reached"
+    assert (scope["res"].tip - scope["target"]).length < 1e-5
+    assert len(scope["sol"].rotations) == 2
