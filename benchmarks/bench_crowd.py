@@ -222,10 +222,7 @@ def main() -> None:
     for r in results:
         if "profile" in r:
             print(r["profile"])
-    path = pathlib.Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2))
-    print(f"written {path}")
+    common.write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import pathlib
 import pstats
 import sys
@@ -284,10 +283,7 @@ def main() -> None:
         "round_totals_seconds": {c: [run["total"] for run in runs[c]] for c in CONFIGS},
         "native_pole_angles": {c.name: c.pole_angle for c in rig.native}, "profiles": profiles,
     }
-    path = pathlib.Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2))
-    print(f"written {path}")
+    common.write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ touches the real user's config); `install()` builds and installs this checkout's
 
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 import statistics
@@ -289,3 +290,11 @@ def build(frames: int, segments: int = 300) -> Rig:
     s.live_preview = False
     bpy.context.scene.frame_set(1)
     return rig
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write a benchmark's figures as JSON (the folder made if needed) and say where."""
+    p = pathlib.Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(data, indent=2))
+    print(f"written {p}")

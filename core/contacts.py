@@ -23,7 +23,7 @@ import numpy as np
 from mathutils import Vector
 
 from ..properties import settings
-from .plant import heel_local, limb_is_usable
+from .plant import heel_local, limb_is_usable, smoothstep
 
 if TYPE_CHECKING:
     import bpy
@@ -170,11 +170,6 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
             c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
 
 
-def _smooth(t: float) -> float:
-    t = min(1.0, max(0.0, t))
-    return t * t * (3.0 - 2.0 * t)
-
-
 @dataclass(frozen=True)
 class Lock:
     """What foot locking does to a foot on one frame: `weight` 1 pins the ankle (along the ground) to
@@ -220,11 +215,11 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> Lock:
         rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
         anchors = ((Vector(prev.lock), 1.0 - t), (Vector(nxt.lock), t))
     elif prev is not None:
-        k = _smooth(1.0 - (frame - prev.end) / fade)
+        k = float(smoothstep(1.0 - (frame - prev.end) / fade))
         offset, rise = (Vector(prev.lock) - Vector(prev.leave)) * k, -prev.drop_out * k
         anchors = ((Vector(prev.lock), k),)
     elif nxt is not None:
-        k = _smooth(1.0 - (nxt.start - frame) / fade)
+        k = float(smoothstep(1.0 - (nxt.start - frame) / fade))
         offset, rise = (Vector(nxt.lock) - Vector(nxt.enter)) * k, -nxt.drop_in * k
         anchors = ((Vector(nxt.lock), k),)
     else:
@@ -262,8 +257,8 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     before = lock[n] - enter[n]
     both = (prev >= 0) & (nxt >= 0)
     t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
-    k_after = _smooth_array(1.0 - (f - end[p]) / fade)
-    k_before = _smooth_array(1.0 - (start[n] - f) / fade)
+    k_after = smoothstep(1.0 - (f - end[p]) / fade)
+    k_before = smoothstep(1.0 - (start[n] - f) / fade)
     only_prev = (prev >= 0) & (nxt < 0)
     only_next = (prev < 0) & (nxt >= 0)
     offset = np.where(both[:, None], after + (before - after) * t[:, None],
@@ -288,7 +283,3 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     out["w1"] = np.where(pinned, 0.0, w1)
     return out
 
-
-def _smooth_array(t: np.ndarray) -> np.ndarray:
-    t = np.clip(t, 0.0, 1.0)
-    return t * t * (3.0 - 2.0 * t)

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import ChainPose, solve_limb
@@ -341,24 +342,18 @@ SWING_LIFT = 0.01
 
 def arc_window(x: Any) -> Any:
     """1 at 0, falling smoothly (C1) to 0 at |x| >= 1: cos^2(pi x / 2). Works on floats and numpy arrays."""
-    import numpy as np
-
     c = np.cos(0.5 * np.pi * np.minimum(np.abs(x), 1.0))
     return c * c
 
 
 def smoothstep(x: Any) -> Any:
     """0 below 0, 1 above 1, smooth (3x^2 - 2x^3) between. Works on floats and numpy arrays."""
-    import numpy as np
-
     x = np.clip(x, 0.0, 1.0)
     return x * x * (3.0 - 2.0 * x)
 
 
 def arc_ramp(t: Any) -> Any:
     """0 at either end of the swing, rising smoothly (smoothstep) to 1 over ARC_RAMP of its time."""
-    import numpy as np
-
     return smoothstep(np.minimum(t, 1.0 - t) / ARC_RAMP)
 
 

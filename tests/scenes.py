@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bmesh
 import bpy
+import bpy_kit  # tools/ (harness, imported first by conftest and benchmarks, puts it on the path)
 import harness
 from mathutils import Vector
 
 LEGS = {"L": ("thigh.L", "shin.L", "foot.L", "toe.L"), "R": ("thigh.R", "shin.R", "foot.R", "toe.R")}
 
 
-def metarig() -> bpy.types.Object:
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.active_object
-    bpy.ops.object.mode_set(mode="OBJECT")
-    return obj
+metarig = bpy_kit.metarig
 
 
 def leg_length(obj: bpy.types.Object) -> float:
@@ -81,13 +76,7 @@ def author_walk(obj: bpy.types.Object, frames: int = 48, cycle: int = 24, stride
     scene.frame_set(1)
 
 
-def _mesh_object(name: str, bm: bmesh.types.BMesh) -> bpy.types.Object:
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
-    obj = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
+_mesh_object = bpy_kit.mesh_object
 
 
 def flat(leg: float, height: float = 0.0) -> bpy.types.Object:

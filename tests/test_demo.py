@@ -5,22 +5,13 @@ through the terrain and the bake never does."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import bpy
-import harness
 from PIL import Image
 
 
-def test_quick_demo_writes_its_outputs_and_the_bake_keeps_the_feet_on_the_terrain(tmp_path):
-    out = tmp_path / "out"
-    env = dict(os.environ)
-    env.pop("BLENDER_USER_RESOURCES", None)
-    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "demo.py"), "--quick", "--out", str(out),
-                           "--extension", str(harness.built_zip())],
-                          capture_output=True, text=True, env=env, timeout=600)
+def test_quick_demo_writes_its_outputs_and_the_bake_keeps_the_feet_on_the_terrain(quick_demo):
+    out, proc = quick_demo
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("demo.blend", "before_after.png", "demo.mp4", "feet.png", "feet.json"):
         assert str(out / name) in proc.stdout, name  # it says where its outputs are

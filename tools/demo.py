@@ -146,17 +146,9 @@ def bake(source: pathlib.Path, baked: pathlib.Path, report: pathlib.Path, zip_pa
         raise SystemExit(f"demo: contact_ik bake failed ({proc.returncode}): {' '.join(cmd)}")
 
 
-def _leave(code: int) -> None:
-    """Exit with `code`. The Blender 4.2 and 4.5 bpy wheels segfault (4.2) or hang (4.5) at interpreter
-    exit once Rigify has been enabled, as this demo does (see tests/conftest.py): there, leave at once."""
-    import bpy
-
-    if bpy.app.version < (5, 0, 0):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    _leave(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    import bpy_kit  # the 4.2/4.5 wheels cannot exit normally after Rigify, which the demo enables
+
+    bpy_kit.leave_now_if_exit_is_broken(code)
+    sys.exit(code)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bmesh
 import bpy
+import bpy_kit
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
@@ -131,14 +131,10 @@ def terrain_mesh(name: str, x_from: float = -HALF_WIDTH, x_to: float = HALF_WIDT
     bmesh.ops.recalc_face_normals(bm, faces=bm.faces)
     for f, m in mats:
         f.material_index = m
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
+    obj = bpy_kit.mesh_object(name, bm)
     for mat in (_material("Stairs", (0.8, 0.76, 0.68)), _material("Rock", (0.58, 0.5, 0.4)),
                 _material("Cut", (0.3, 0.28, 0.27))):
-        me.materials.append(mat)
-    obj = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(obj)
+        obj.data.materials.append(mat)
     return obj
 
 
@@ -151,12 +147,7 @@ def _material(name: str, rgb: tuple[float, float, float]) -> bpy.types.Material:
 # --------------------------------------------------------------------------------------------- character
 
 
-def metarig() -> bpy.types.Object:
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.active_object
-    bpy.ops.object.mode_set(mode="OBJECT")
-    return obj
+metarig = bpy_kit.metarig
 
 
 # bone: (radius across, radius across the other way, colour); ellipsoids along each bone.

@@ -28,6 +28,7 @@ import harness  # noqa: E402  (Blender with a private user folder and the built 
 harness.install()
 import bmesh  # noqa: E402
 import bpy  # noqa: E402
+import bpy_kit  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
@@ -73,15 +74,6 @@ def clip_path(obj: bpy.types.Object, scene: bpy.types.Scene, floor_z: float) -> 
                 float(along.max()), float(np.abs(across).max()))
 
 
-def _mesh(name: str, bm: bmesh.types.BMesh) -> bpy.types.Object:
-    me = bpy.data.meshes.new(name)
-    bm.to_mesh(me)
-    bm.free()
-    obj = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
-
-
 def build_terrain(kind: str, path: Path, leg: float) -> bpy.types.Object:
     """A terrain of `kind` covering the clip's path, in world space (Z up)."""
     u = path.direction
@@ -104,7 +96,7 @@ def build_terrain(kind: str, path: Path, leg: float) -> bpy.types.Object:
         for i in range(len(prof) - 1):
             if (prof[i + 1][0] - prof[i][0]) > 1e-9 or abs(prof[i + 1][1] - prof[i][1]) > 1e-9:
                 bm.faces.new((left[i], right[i], right[i + 1], left[i + 1]))
-        return _mesh("Stairs", bm)
+        return bpy_kit.mesh_object("Stairs", bm)
     spacing = 0.1 * leg if kind == "noise" else max(s1 - s0, 2 * w)
     na = max(1, int(math.ceil((s1 - s0) / spacing)))
     nb = max(1, int(math.ceil(2 * w / spacing)))
@@ -130,7 +122,7 @@ def build_terrain(kind: str, path: Path, leg: float) -> bpy.types.Object:
     for i in range(na):
         for j in range(nb):
             bm.faces.new((verts[i][j], verts[i + 1][j], verts[i + 1][j + 1], verts[i][j + 1]))
-    return _mesh(kind.capitalize(), bm)
+    return bpy_kit.mesh_object(kind.capitalize(), bm)
 
 
 def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
