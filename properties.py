@@ -77,6 +77,21 @@ class ContactIKContact(bpy.types.PropertyGroup):
         update=_settings_changed, name="Hover at Lift-off", subtype="DISTANCE",
         description="How high the animation's sole is above its floor on the contact's last frame",
     )
+    heel: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Heel", size=3, subtype="XYZ",
+        description="The foot's heel relative to the lock point (armature space, the farthest back over the "
+        "contact): with Toe and Footprint Width, the footprint kept off step edges. Zero for none",
+    )
+    toe: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Toe", size=3, subtype="XYZ",
+        description="The foot's toe tip relative to the lock point (armature space, the farthest forward over "
+        "the contact)",
+    )
+    width: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Footprint Width", subtype="DISTANCE", min=0.0,
+        description="How far heel and toe stray sideways from the line between them over the contact (armature "
+        "units): the footprint's half width",
+    )
 
 
 class ContactIKLimb(bpy.types.PropertyGroup):

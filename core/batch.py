@@ -29,8 +29,14 @@ from .plant import (
     PLANE_EPS,
     REACH_MARGIN,
     STRAIGHT,
+    clearance_extra,
     heel_local,
     limb_is_usable,
+    placed_locks,
+    rest_leg_length,
+)
+from .plant import (
+    _bone_names as _names,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +83,37 @@ def _anim_paths(obj: bpy.types.Object) -> list[str]:
     if ad.nla_tracks:
         paths.append("*")  # NLA strips may animate anything
     return paths
+
+
+# The pelvis's reach drop (`plant._reach_drop`) is eased over this many seconds either side: it never
+# lies above what a frame needs, and comes and goes at a bounded speed instead of following each frame.
+# Only where all frames are known: the bake and live preview's frame cache, not the frame-by-frame
+# path (rigs the fast path does not cover, and live preview while its cache is rebuilt).
+PELVIS_EASE = 0.25
+
+
+def ease_max(need: np.ndarray, span: float) -> np.ndarray:
+    """The smallest envelope of bumps over `need` (>= 0, one value per frame): at each frame the largest
+    need within `span` frames, weighted by cos^2 of its distance in time (1 on the frame itself, so the
+    envelope is never below `need`, and 0 from `span` frames away)."""
+    out = need.astype(np.float64).copy()
+    n = len(need)
+    reach = int(math.ceil(span))
+    for d in range(1, reach + 1):
+        w = float(np.cos(0.5 * np.pi * min(1.0, d / span)) ** 2)
+        if w <= 0.0 or d >= n:
+            continue
+        np.maximum(out[d:], need[:-d] * w, out=out[d:])
+        np.maximum(out[:-d], need[d:] * w, out=out[:-d])
+    return out
+
+
+def object_moves(obj: bpy.types.Object) -> bool:
+    """True when something may change the armature object's own transform over time (its animation,
+    drivers, NLA, a parent or a constraint)."""
+    moving = ("location", "rotation_", "scale", "delta_")
+    return (obj.parent is not None or bool(obj.constraints)
+            or any(p == "*" or p.startswith(moving) for p in _anim_paths(obj)))
 
 
 def _static(obj: Any) -> bool:
@@ -330,7 +367,10 @@ class BatchRig:
             lb.auto_pole = prop.pole_mode == "AUTO"
             lb.rest_length = sum(obj.data.bones[b.bone].length for b in prop.bones if b.bone)
             if lb.kind == "FOOT":
-                lb.lock = locks_over(prop, self.first, n, self.fps)
+                placed = None
+                if self.terrain is not None and not object_moves(obj):
+                    placed = placed_locks(obj, prop, self.terrain, rest_leg_length(obj, _names(prop)))
+                lb.lock = locks_over(prop, self.first, n, self.fps, placed)
             lb.static_target = _static(lb.target_object) and not lb.target_bone
             lb.static_pole = _static(lb.pole_object)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
@@ -365,10 +405,7 @@ class BatchRig:
             self._reads.append((name, buf, buf.reshape(self.count, size), dest))
         self._static_done = False
         # The armature object itself not animated, parented or constrained: its matrix is read once.
-        paths = _anim_paths(obj)
-        moving = ("location", "rotation_", "scale", "delta_")
-        self.static_object = (obj.parent is None and not obj.constraints
-                              and not any(p == "*" or p.startswith(moving) for p in paths))
+        self.static_object = not object_moves(obj)
         self._settings = s
         self._animated_weights = _weights_animated(obj)
 
@@ -422,12 +459,19 @@ class BatchRig:
         """Per driven bone and channel: (values (N, size), written (N,) bool). Frames are independent, so
         they are computed in chunks: memory stays bounded however long the bake."""
         parts = []
+        pad = self._pelvis_reach()  # the pelvis's ease looks this many frames either way
         for start in range(0, self.frames, chunk):
-            parts.append(self._slice(slice(start, min(self.frames, start + chunk)))._compute())
+            stop = min(self.frames, start + chunk)
+            lo, hi = max(0, start - pad), min(self.frames, stop + pad)
+            got = self._slice(slice(lo, hi))._compute()
+            parts.append({k: (v[start - lo:stop - lo], w[start - lo:stop - lo]) for k, (v, w) in got.items()})
         if len(parts) == 1:
             return parts[0]
         return {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
                 for key in parts[0]}
+
+    def _pelvis_reach(self) -> int:
+        return int(math.ceil(PELVIS_EASE * self.fps)) if PELVIS_EASE > 0.0 else 0
 
     def _slice(self, sl: slice) -> BatchRig:
         part = copy.copy(self)
@@ -476,6 +520,10 @@ class BatchRig:
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
             offset, moved = self._reach_drop(plans, window, up)
+            if PELVIS_EASE > 0.0:
+                # The drop eased in time: as low as each frame needs, coming and going smoothly.
+                need = np.where(moved, window - offset, 0.0)
+                offset = np.where(moved, window - ease_max(need, PELVIS_EASE * self.fps), offset)
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
         out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
@@ -571,7 +619,17 @@ class BatchRig:
             m = target + qrot(tilt, p - ankle)
             below = self._cast(m, reach, up)  # m is already at the ground's height
             bh = below.height - np.einsum("ni,ni->n", base, up)
-            deficits.append(np.where(below.hit, bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up), -np.inf))
+            extra = 0.0
+            if lk is not None and lk["swing"].any():
+                # `plant._plan_foot`: a lifted foot keeps clear of the terrain around it.
+                rest = lb.rest_length * world_scale
+                rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
+                from .plant import SWING_LIFT, smoothstep
+
+                gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
+                extra = lk["swing"] * gate * clearance_extra(rise, rest)
+            deficits.append(np.where(below.hit, bh + extra + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up),
+                                     -np.inf))
         best = np.max(np.stack(deficits, 1), 1)
         if arc is not None:
 
@@ -610,6 +668,18 @@ class BatchRig:
             r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
             hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
         return DownHits(hit, height, normal)
+
+    def _clearance(self, points: np.ndarray, up: np.ndarray, leg: np.ndarray) -> np.ndarray:
+        """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
+        and leg length."""
+        assert self.terrain is not None
+        out = np.full(len(points), -np.inf)
+        keys = np.column_stack((np.round(up, 12), [float(f"{v:.6g}") for v in leg]))
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        for g, key in enumerate(uniq):
+            sel = np.flatnonzero(inv.ravel() == g)
+            out[sel] = self.terrain.clearance(key[:3], float(key[3])).height(points[sel])
+        return out
 
     def _swing_line(self, rows, a, b, ga, gb, t, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from mathutils import Vector
@@ -36,6 +36,7 @@ MIN_CONTACT = 0.08  # seconds
 MIN_GAP = 0.05  # seconds
 EASE = 0.2  # seconds
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
+SWING_EASE = 0.1  # seconds: a lifted foot's clearance over the terrain fades in and out over this
 BASELINE_WINDOW = 0.75  # seconds either side
 
 
@@ -95,8 +96,8 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
     n = end - start + 1
-    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n)}
-           for i, _lb in feet}
+    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
+               "heel": np.empty((n, 3)), "toe": np.empty((n, 3))} for i, _lb in feet}
     current = scene.frame_current
     was_live = obj.name in live.live_rigs
     live.live_rigs.discard(obj.name)
@@ -114,6 +115,8 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 low = min(pts, key=lambda p: p.z)
                 d = out[i]
                 d["ankle"][k] = foot.head
+                d["heel"][k] = pts[0]
+                d["toe"][k] = pts[1] if len(pts) > 1 else foot.tail
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
                 d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
@@ -147,9 +150,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         for a, b in find_contacts(d["height"], d["speed"], leg, fps):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
-            c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
-            c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
-            c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
+            _fill(c, d, a, b)
             total += 1
     return total
 
@@ -165,9 +166,27 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         if b >= a:
-            c.lock = tuple(d["ankle"][a:b + 1].mean(axis=0))
-            c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
-            c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
+            _fill(c, d, a, b)
+
+
+def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
+    """A contact's lock point, ankle at landing and lift-off, hovers and footprint from the samples of its
+    frames a..b (`sample_feet`)."""
+    lock = d["ankle"][a:b + 1].mean(axis=0)
+    c.lock = tuple(lock)
+    c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
+    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
+    # The footprint's ends: the heel and toe tip farthest back and forward along the foot over the contact
+    # (a foot rolling onto its toes or turning still keeps all of it on one level).
+    heel, toe = d["heel"][a:b + 1], d["toe"][a:b + 1]
+    axis = toe.mean(axis=0) - heel.mean(axis=0)
+    axis[2] = 0.0
+    back, front = heel[int(np.argmin(heel @ axis))], toe[int(np.argmax(toe @ axis))]
+    c.heel, c.toe = tuple(back - lock), tuple(front - lock)
+    n = float(np.linalg.norm(axis))
+    if n > 0.0:
+        side = np.array([-axis[1], axis[0], 0.0]) / n
+        c.width = float(np.abs(np.concatenate((heel, toe)) @ side - back @ side).max())
 
 
 @dataclass(frozen=True)
@@ -186,59 +205,89 @@ class Lock:
     # from the ground under the ankle). A swinging foot follows the line between the ground it left
     # and the ground it lands on, not every edge it passes over.
     anchors: tuple[tuple[Vector, float], ...] = ()
+    # How much the foot keeps clear of the terrain around it (`heightfield.ClearanceField`): 0 in a
+    # contact, rising to 1 over SWING_EASE seconds after lift-off and falling back before landing.
+    swing: float = 0.0
+    # 0 within SWING_EASE of a contact, rising to 1 over the next SWING_EASE: there a foot the animation
+    # still has on its floor (a toe pivoting at lift-off) stays on the terrain; further away the clearance
+    # holds whatever the animation does.
+    free: float = 0.0
+
+
+def swing_weight(since: Any, fps: float) -> Any:
+    """`Lock.swing` from the frames since the nearest contact (floats or arrays)."""
+    return smoothstep(np.asarray(since, dtype=np.float64) / max(1.0, SWING_EASE * fps))
+
+
+def free_weight(since: Any, fps: float) -> Any:
+    """`Lock.free` from the frames since the nearest contact (floats or arrays)."""
+    ease = max(1.0, SWING_EASE * fps)
+    return smoothstep((np.asarray(since, dtype=np.float64) - ease) / ease)
 
 
 NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0)
 
 
-def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float) -> Lock:
+def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Optional[list[Vector]] = None) -> Lock:
     """Foot locking at `frame`. In a contact the ankle stays at the contact's lock point and the sole is
     on the ground. Between two contacts the foot carries the correction it had at lift-off (along the
     ground and in height) and blends it linearly, over the whole swing, into the one it needs at the
     next landing, so no frame jumps and the change is spread as thin as the swing allows; before the
-    first and after the last contact the correction fades over FADE seconds."""
+    first and after the last contact the correction fades over FADE seconds. `placed`: the contacts'
+    lock points moved off step edges (`plant.placed_locks`), instead of their own."""
     if not limb.use_lock or not limb.contacts:
         return NO_LOCK
     fade = max(1.0, FADE * fps)
     prev = nxt = None
-    for c in limb.contacts:
+    spot = {}
+    for i, c in enumerate(limb.contacts):
+        spot[c.as_pointer()] = placed[i] if placed is not None else Vector(c.lock)
         if c.start <= frame <= c.end:
-            return Lock(1.0, Vector(c.lock), Vector((0.0, 0.0, 0.0)), 1.0, 0.0, ((Vector(c.lock), 1.0),))
+            p = spot[c.as_pointer()]
+            return Lock(1.0, p, Vector((0.0, 0.0, 0.0)), 1.0, 0.0, ((p, 1.0),))
         if c.end < frame and (prev is None or c.end > prev.end):
             prev = c
         if c.start > frame and (nxt is None or c.start < nxt.start):
             nxt = c
     anchors: tuple[tuple[Vector, float], ...] = ()
+    since = min(frame - prev.end if prev is not None else math.inf, nxt.start - frame if nxt is not None else math.inf)
+    swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
+    free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
     if prev is not None and nxt is not None:
         t = min(1.0, max(0.0, (frame - prev.end) / max(1.0, nxt.start - prev.end)))
-        offset = (Vector(prev.lock) - Vector(prev.leave)).lerp(Vector(nxt.lock) - Vector(nxt.enter), t)
+        a, b = spot[prev.as_pointer()], spot[nxt.as_pointer()]
+        offset = (a - Vector(prev.leave)).lerp(b - Vector(nxt.enter), t)
         rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
-        anchors = ((Vector(prev.lock), 1.0 - t), (Vector(nxt.lock), t))
+        anchors = ((a, 1.0 - t), (b, t))
     elif prev is not None:
+        a = spot[prev.as_pointer()]
         k = float(smoothstep(1.0 - (frame - prev.end) / fade))
-        offset, rise = (Vector(prev.lock) - Vector(prev.leave)) * k, -prev.drop_out * k
-        anchors = ((Vector(prev.lock), k),)
+        offset, rise = (a - Vector(prev.leave)) * k, -prev.drop_out * k
+        anchors = ((a, k),)
     elif nxt is not None:
+        b = spot[nxt.as_pointer()]
         k = float(smoothstep(1.0 - (nxt.start - frame) / fade))
-        offset, rise = (Vector(nxt.lock) - Vector(nxt.enter)) * k, -nxt.drop_in * k
-        anchors = ((Vector(nxt.lock), k),)
+        offset, rise = (b - Vector(nxt.enter)) * k, -nxt.drop_in * k
+        anchors = ((b, k),)
     else:
         offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
-    return Lock(0.0, None, offset, 0.0, rise, anchors)
+    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free)
 
 
-def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float) -> dict[str, np.ndarray]:
+def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float,
+               placed: Optional[list[Vector]] = None) -> dict[str, np.ndarray]:
     """`lock_at` for frames first..first+count-1, as arrays (weight, point, offset, down, rise, and the
     ground anchors a0/w0, a1/w1), computed contact by contact over all frames at once."""
     out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
            "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
-           "a1": np.zeros((count, 3)), "w1": np.zeros(count)}
+           "a1": np.zeros((count, 3)), "w1": np.zeros(count), "swing": np.zeros(count),
+           "free": np.zeros(count)}
     if not limb.use_lock or not limb.contacts:
         return out
     cs = list(limb.contacts)
     start = np.array([c.start for c in cs], dtype=np.float64)
     end = np.array([c.end for c in cs], dtype=np.float64)
-    lock = np.array([tuple(c.lock) for c in cs])
+    lock = np.array([tuple(p) for p in placed] if placed is not None else [tuple(c.lock) for c in cs], dtype=np.float64)
     enter = np.array([tuple(c.enter) for c in cs])
     leave = np.array([tuple(c.leave) for c in cs])
     drop_in = np.array([c.drop_in for c in cs])
@@ -281,5 +330,10 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     out["w0"] = np.where(pinned, 1.0, w0)
     out["a1"] = np.where(pinned[:, None], 0.0, np.where(both[:, None], a1, 0.0))
     out["w1"] = np.where(pinned, 0.0, w1)
+    since = np.minimum(np.where(prev >= 0, f - end[p], np.inf), np.where(nxt >= 0, start[n] - f, np.inf))
+    far = pinned | ~np.isfinite(since)
+    since = np.where(np.isfinite(since), since, 0.0)
+    out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
+    out["free"] = np.where(far, 0.0, free_weight(since, fps))
     return out
 

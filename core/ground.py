@@ -63,6 +63,22 @@ class Terrain:
             self._down[key] = DownRays(self.verts, self.tris, np.asarray(key))
         return self._down[key]
 
+    def memo(self, key: tuple[Any, ...], make: Any) -> Any:
+        """A value computed once per terrain: `make()` the first time `key` is asked for."""
+        if key not in self._down:
+            self._down[key] = make()
+        return self._down[key]
+
+    def clearance(self, up: Sequence[float], leg: float) -> Any:
+        """The clearance field (`heightfield.ClearanceField`) of this terrain for `up` and a leg length,
+        built once."""
+        from .heightfield import ClearanceField
+
+        key = ("clearance", float(f"{leg:.6g}")) + tuple(round(float(c), 12) for c in up)
+        if key not in self._down:
+            self._down[key] = ClearanceField(self.down_rays(up), key[1])
+        return self._down[key]
+
     def ray(self, origin: Vector, direction: Vector, distance: float) -> Optional[Hit]:
         location, normal, _index, _dist = self.tree.ray_cast(origin, direction, distance)
         if location is None:

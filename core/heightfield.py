@@ -10,6 +10,7 @@ returns. Vertical faces (risers) have no area across `up` and are never hit by a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,3 +128,88 @@ class DownRays:
         height[sel] = h[pick]
         normal[sel] = self.normal[ti[pick]]
         return DownHits(hit, height, normal)
+
+
+# The clearance a swinging foot keeps (`ClearanceField`), relative to the leg length.
+CLEAR_SPACING = 0.02  # node spacing of its raster
+CLEAR_SLOPE = 0.5  # how steeply it falls away from what stands up (height per horizontal distance)
+CLEAR_RADIUS = 0.4  # how far from a rise the foot starts to clear it
+CLEAR_TILE = 64  # nodes along a tile's side: tiles are computed when a foot first comes near them
+
+
+class ClearanceField:
+    """An upper envelope of the terrain for a foot in the air: at each place, the highest terrain nearby
+    lowered by CLEAR_SLOPE x its distance (up to CLEAR_RADIUS x leg away). It never lies below the
+    terrain at its nodes and changes by at most CLEAR_SLOPE x the distance moved, so a foot kept above
+    it rises before a step edge and comes down after it, smoothly, instead of jumping when an edge
+    passes under the sole. A raster (node spacing CLEAR_SPACING x leg) read bilinearly, computed tile
+    by tile where feet go, once per terrain and leg length."""
+
+    def __init__(self, rays: DownRays, leg: float):
+        self.rays, self.leg = rays, leg
+        self.up, self.basis = rays.up, rays.basis
+        self.spacing = CLEAR_SPACING * leg
+        lo = rays.origin
+        hi = rays.origin + rays.cell * (rays.dims - 1)
+        self.origin = lo - self.spacing
+        self.dims = np.ceil((hi - lo) / self.spacing).astype(np.int64) + 3  # nodes along each axis
+        self.steps = max(1, int(round(CLEAR_RADIUS / CLEAR_SPACING)))
+        if len(rays.packed):
+            k = rays.packed[:, 7:10]
+            self.top = float((k[:, 0] + np.maximum(0.0, k[:, 1:].max(1))).max()) + leg
+            self.bottom = float((k[:, 0] + np.minimum(0.0, k[:, 1:].min(1))).min()) - leg
+        else:
+            self.top, self.bottom = leg, -leg
+        self.tiles: dict[tuple[int, int], np.ndarray] = {}
+
+    def _tile(self, ti: int, tj: int) -> np.ndarray:
+        """Nodes [ti*T, ti*T + T] x [tj*T, tj*T + T] of the field (T = CLEAR_TILE; one node shared with
+        the next tile for bilinear reads), from the raw heights with a halo of the dilation's reach."""
+        t, h = CLEAR_TILE, self.steps
+        ix = np.arange(ti * t - h, ti * t + t + 1 + h)
+        iy = np.arange(tj * t - h, tj * t + t + 1 + h)
+        gx, gy = np.meshgrid(self.origin[0] + self.spacing * ix, self.origin[1] + self.spacing * iy, indexing="ij")
+        q2 = np.stack((gx.ravel(), gy.ravel()), -1)
+        mid, reach = 0.5 * (self.top + self.bottom), 0.5 * (self.top - self.bottom) + self.leg
+        hits = self.rays.cast(q2 @ self.basis + self.up * mid, np.full(len(q2), reach))
+        field = np.where(hits.hit, hits.height, -1e30).reshape(len(ix), len(iy))
+        # Cone dilation by repeated 3x3 steps (an octagonal distance): each step spreads heights one node
+        # further, lowered by the slope times the step; the halo keeps the tile's own nodes exact.
+        straight = CLEAR_SLOPE * self.spacing
+        diagonal = straight * math.sqrt(2.0)
+        nx, ny = field.shape
+        for _ in range(h):
+            grown = field.copy()
+            for dx, dy, drop in ((1, 0, straight), (-1, 0, straight), (0, 1, straight), (0, -1, straight),
+                                 (1, 1, diagonal), (1, -1, diagonal), (-1, 1, diagonal), (-1, -1, diagonal)):
+                src = field[max(0, -dx):nx - max(0, dx), max(0, -dy):ny - max(0, dy)]
+                dst = grown[max(0, dx):nx - max(0, -dx), max(0, dy):ny - max(0, -dy)]
+                np.maximum(dst, src - drop, out=dst)
+            field = grown
+        return field[h:h + t + 1, h:h + t + 1]
+
+    def height(self, points: np.ndarray) -> np.ndarray:
+        """The field's height (coordinate along up) under `points` (..., 3); -inf off the terrain."""
+        p = np.asarray(points, dtype=np.float64)
+        shape = p.shape[:-1]
+        q = ((p.reshape(-1, 3) @ self.basis.T) - self.origin) / self.spacing
+        i = np.floor(q).astype(np.int64)
+        ok = (i >= 0).all(-1) & (i < self.dims - 1).all(-1)
+        i = np.where(ok[:, None], i, 0)
+        f = q - i
+        tile = i // CLEAR_TILE
+        local = i - tile * CLEAR_TILE
+        out = np.full(len(q), -np.inf)
+        keys, inv = np.unique(tile[ok], axis=0, return_inverse=True)
+        rows = np.flatnonzero(ok)
+        for g, (ti, tj) in enumerate(keys):
+            a = self.tiles.get((int(ti), int(tj)))
+            if a is None:
+                a = self.tiles[(int(ti), int(tj))] = self._tile(int(ti), int(tj))
+            sel = rows[inv.ravel() == g]
+            x, y = local[sel, 0], local[sel, 1]
+            fx, fy = f[sel, 0], f[sel, 1]
+            out[sel] = ((a[x, y] * (1 - fx) + a[x + 1, y] * fx) * (1 - fy)
+                        + (a[x, y + 1] * (1 - fx) + a[x + 1, y + 1] * fx) * fy)
+        out = np.where(out > -1e29, out, -np.inf)
+        return out.reshape(shape)

@@ -262,9 +262,11 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
     lifted = max(0.0, min(heights))  # the sole's height in the animation, above its floor
+    from .batch import object_moves
     from .contacts import lock_at
 
-    lock = lock_at(limb, timing[0], timing[1])
+    placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest_leg_length(obj, names))
+    lock = lock_at(limb, timing[0], timing[1], placed)
     arc: Optional[SwingLine] = None
     if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
         # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
@@ -310,10 +312,17 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     target = ankle + up * ground
     moved = [target + tilt @ (p - ankle) for p in soles]
     deficits = []
+    field_ = terrain.clearance(up, rest_leg_length(obj, names)) if lock.swing > 0.0 else None
     for p, h in zip(moved, heights):
         below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
         if below is not None:
-            deficits.append(below[0] + max(0.0, h) - (p - base).dot(up))
+            extra = 0.0
+            if field_ is not None:
+                # A lifted foot keeps clear of the terrain around it, not only of the point under it.
+                gate = max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
+                extra = lock.swing * gate * float(clearance_extra(field_.height(np.asarray(p)) - base.dot(up) - below[0],
+                                                           rest_leg_length(obj, names)))
+            deficits.append(below[0] + extra + max(0.0, h) - (p - base).dot(up))
     if arc is not None:
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
         # between), not above the terrain right under it: a step edge passing under the foot does not
@@ -330,6 +339,73 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     return _FootPlan(limb, names, pose, hip, target, rotation, leg)
 
 
+# Footing: a contact's footprint (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid)
+# that straddles a step edge (neighbouring samples more than FOOT_EDGE x leg apart in height) is moved
+# across the ground, on a grid of FOOT_STEP x leg and at most FOOT_SHIFT x leg, to the nearest place
+# where it does not: a foot lands on one tread, not half on two.
+FOOT_SAMPLES = 7
+FOOT_MARGIN = 0.04
+FOOT_EDGE = 0.03
+FOOT_STEP = 0.03
+FOOT_SHIFT = 0.3
+
+
+def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
+    """The lock points (armature space) of `limb`'s contacts, each moved off any step edge its footprint
+    straddles on `terrain` (see FOOT_EDGE); None without contacts. Computed once per terrain, rig
+    placement and contacts, in numpy, the same for live preview and bake."""
+    cs = list(limb.contacts)
+    if not cs or not limb.use_lock:
+        return None
+    mw = obj.matrix_world
+    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), tuple(tuple(r) for r in mw),
+           tuple((tuple(c.lock), tuple(c.heel), tuple(c.toe), c.width) for c in cs))
+    return terrain.memo(key, lambda: _place(mw, cs, terrain, up_axis(obj), leg))  # type: ignore[no-any-return]
+
+
+def _place(mw: Matrix, cs: list[Any], terrain: Terrain, up: Vector, leg: float) -> list[Vector]:
+    m = np.array(mw, dtype=np.float64)
+    u = np.array(up, dtype=np.float64)
+    scale = float(np.abs(np.linalg.norm(m[:3, :3], axis=0)).mean())
+    lock = np.array([tuple(c.lock) for c in cs], dtype=np.float64)
+    heel = lock + np.array([tuple(c.heel) for c in cs], dtype=np.float64)
+    toe = lock + np.array([tuple(c.toe) for c in cs], dtype=np.float64)
+    width = np.array([c.width for c in cs], dtype=np.float64) * scale
+    h, t = heel @ m[:3, :3].T + m[:3, 3], toe @ m[:3, :3].T + m[:3, 3]
+    axis = t - h
+    axis -= u * (axis @ u)[:, None]
+    length = np.linalg.norm(axis, axis=1)
+    has = length > 1e-6 * leg
+    axis = axis / np.where(has, length, 1.0)[:, None]
+    side = np.cross(u, axis)
+    margin = FOOT_MARGIN * leg
+    a = np.linspace(0.0, 1.0, FOOT_SAMPLES)
+    b = np.array([-1.0, 0.0, 1.0])
+    start = h - axis * margin
+    span = (t - h) + 2.0 * axis * margin
+    half = (width + margin)[:, None, None, None] * side[:, None, None]
+    grid = start[:, None, None] + span[:, None, None] * a[None, :, None, None] + half * b[None, None, :, None]  # (C, S, 3, 3)
+    k = np.arange(-int(FOOT_SHIFT / FOOT_STEP), int(FOOT_SHIFT / FOOT_STEP) + 1) * FOOT_STEP * leg
+    kx, ky = np.meshgrid(k, k, indexing="ij")
+    kx, ky = kx.ravel(), ky.ravel()
+    r = np.hypot(kx, ky)
+    keep = r <= FOOT_SHIFT * leg + 1e-12
+    order = np.lexsort((-kx[keep], r[keep]))  # nearest first, forward first among equals
+    kx, ky = kx[keep][order], ky[keep][order]
+    shifts = axis[:, None] * kx[None, :, None] + side[:, None] * ky[None, :, None]  # (C, K, 3)
+    pts = grid[:, None] + shifts[:, :, None, None]  # (C, K, S, 3, 3)
+    low, high = terrain.extent(up)
+    flat = pts.reshape(-1, 3)
+    flat = flat + u * (0.5 * (low + high) - flat @ u)[:, None]
+    hits = terrain.down_rays(up).cast(flat, np.full(len(flat), 0.5 * (high - low) + leg))
+    hh = np.where(hits.hit, hits.height, np.nan).reshape(pts.shape[:4])
+    jump = np.maximum(np.abs(np.diff(hh, axis=2)).max((2, 3)), np.abs(np.diff(hh, axis=3)).max((2, 3)))
+    level = np.isfinite(jump) & (jump <= FOOT_EDGE * leg)  # (C, K), nan (a miss) is not level
+    first = np.where(level.any(1), level.argmax(1), 0)
+    move = np.where((has & ~level[:, 0] & level.any(1))[:, None], shifts[np.arange(len(cs)), first], 0.0)
+    return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]
+
+
 # Samples along a swing's path checked for steps in the way of the foot.
 ARC_SAMPLES = 15
 # How far (x leg length) before and after a step edge the swinging foot is already raised to clear it.
@@ -338,6 +414,19 @@ ARC_WIDTH = 0.35
 ARC_RAMP = 0.1
 # A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation.
 SWING_LIFT = 0.01
+
+
+# Terrain more than this (x leg length) above the ground under a lifted foot counts less and less in
+# its clearance and not at all from twice as high: a bridge or overhang above does not lift the foot.
+CLEAR_CAP = 0.5
+
+
+def clearance_extra(rise: Any, leg: Any) -> Any:
+    """How far the clearance field lifts a foot above the ground under it, from the field's `rise` over
+    that ground: the rise itself up to CLEAR_CAP x leg, then falling continuously to 0 at twice that."""
+    cap = CLEAR_CAP * np.asarray(leg, dtype=np.float64)
+    r = np.nan_to_num(np.asarray(rise, dtype=np.float64), nan=0.0, neginf=0.0, posinf=0.0)
+    return np.where(r <= cap, np.maximum(r, 0.0), np.maximum(0.0, 2.0 * cap - r))
 
 
 def arc_window(x: Any) -> Any:
