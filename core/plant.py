@@ -6,7 +6,9 @@ above the terrain under it, so a planted foot rests on the surface and a swingin
 clearance; no sole point (heel, and toe tip when there is a toe bone) ends below the surface. The
 foot turns toward the ground normal while near the ground. The pelvis follows the terrain under the
 body (averaged over a disk the size of a stride, so stairs give a smooth step-by-step rise) and
-drops when a leg could not otherwise reach.
+drops when a leg could not otherwise reach (`batch` eases that drop in time where all frames are known).
+A lifted foot keeps clear of the terrain around it (`heightfield.ClearanceField`), and a contact whose
+footprint straddles a step edge is moved onto one level (`placed_locks`).
 """
 
 from __future__ import annotations

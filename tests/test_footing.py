@@ -1,0 +1,102 @@
+"""The pieces that keep feet off step edges and the pelvis smooth (issue 5's pops): the clearance field a
+lifted foot keeps above, contacts moved off edges they straddle, and the pelvis's reach drop eased in
+time. On a real staircase mesh, through the installed extension's own modules."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import harness
+import numpy as np
+from mathutils import Matrix, Vector
+from mathutils.bvhtree import BVHTree
+
+ground = harness.module("core.ground")
+heightfield = harness.module("core.heightfield")
+plant = harness.module("core.plant")
+batch = harness.module("core.batch")
+
+LEG = 0.9
+RISER, TREAD = 0.15 * LEG, 0.5 * LEG
+
+
+def _stairs(steps: int = 6) -> ground.Terrain:
+    """Treads along +Y, `steps` of them, each RISER above the last, two metres wide, with risers."""
+    verts, tris = [], []
+    for k in range(steps):
+        y0, y1, z = k * TREAD, (k + 1) * TREAD, k * RISER
+        base = len(verts)
+        verts += [(-1.0, y0, z), (1.0, y0, z), (1.0, y1, z), (-1.0, y1, z)]
+        tris += [(base, base + 1, base + 2), (base, base + 2, base + 3)]
+        if k:  # the riser up to this tread
+            verts += [(-1.0, y0, z - RISER), (1.0, y0, z - RISER)]
+            tris += [(base + 4, base + 5, base + 1), (base + 4, base + 1, base)]
+    tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
+    return ground.Terrain(tree, len(tris), np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int32))
+
+
+def _tread_height(y: float) -> float:
+    return min(5, max(0, math.floor(y / TREAD))) * RISER
+
+
+UP = Vector((0.0, 0.0, 1.0))
+
+
+def test_clearance_field_is_never_below_the_terrain_and_rises_before_an_edge():
+    terrain = _stairs()
+    field = terrain.clearance(UP, LEG)
+    ys = np.linspace(0.05, 6 * TREAD - 0.05, 400)
+    pts = np.column_stack((np.full_like(ys, 0.1), ys, np.zeros_like(ys)))
+    h = field.height(pts)
+    raw = np.array([_tread_height(y) for y in ys])
+    # Never more than the slope times a node spacing below the terrain (it is read between nodes).
+    assert (h >= raw - heightfield.CLEAR_SLOPE * field.spacing * 1.01).all()
+    # It changes at most at the slope (times the octagonal distance's 8 % over the Euclidean one).
+    dh = np.abs(np.diff(h)) / np.diff(ys)
+    assert dh.max() <= heightfield.CLEAR_SLOPE * 1.1, dh.max()
+    # A tenth of a leg before the second tread's edge it has already risen most of a riser...
+    before = field.height(np.array([[0.1, 2 * TREAD - 0.1 * LEG, 0.0]]))[0]
+    assert before >= RISER + RISER - heightfield.CLEAR_SLOPE * 0.1 * LEG * 1.1 - 1e-9
+    # ...and beyond CLEAR_RADIUS from the next rise it is the tread itself.
+    middle = field.height(np.array([[0.1, 2 * TREAD + 0.05 * LEG, 0.0]]))[0]
+    assert abs(middle - 2 * RISER) < 0.5 * heightfield.CLEAR_SLOPE * field.spacing
+
+
+def test_clearance_field_is_built_only_where_it_is_read():
+    terrain = _stairs()
+    field = terrain.clearance(UP, LEG)
+    field.height(np.array([[0.0, 0.3, 0.0]]))
+    assert len(field.tiles) == 1
+    assert field.height(np.array([[50.0, 50.0, 0.0]]))[0] == -math.inf  # off the terrain: nothing to clear
+
+
+def _contact(lock, heel, toe, width=0.0):
+    return SimpleNamespace(lock=lock, heel=heel, toe=toe, width=width)
+
+
+def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
+    terrain = _stairs()
+    edge = 2 * TREAD
+    foot = 0.25 * LEG
+    straddling = _contact((0.0, edge - 0.1 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot, -0.08))
+    on_tread = _contact((0.3, edge + 0.15 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot - 0.1 * LEG, -0.08))
+    placed = plant._place(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
+    assert (placed[1] - Vector(on_tread.lock)).length == 0.0  # level already: left where it was
+    moved = placed[0] - Vector(straddling.lock)
+    assert 0.0 < moved.length <= plant.FOOT_SHIFT * LEG + 1e-9
+    assert moved.z == 0.0  # along the ground only
+    ends = [placed[0].y + straddling.heel[1] - plant.FOOT_MARGIN * LEG, placed[0].y + straddling.toe[1] + plant.FOOT_MARGIN * LEG]
+    assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
+
+
+def test_pelvis_ease_is_an_envelope_with_bounded_speed():
+    need = np.zeros(200)
+    need[50] = 0.2
+    need[120:124] = [0.05, 0.3, 0.1, 0.0]
+    span = 30.0
+    eased = batch.ease_max(need, span)
+    assert (eased >= need).all()  # never less drop than a frame needs: the legs still reach
+    assert eased[50] == 0.2 and eased[121] == 0.3
+    assert eased[:50 - 30].max() == 0.0 and eased[124 + 30:].max() == 0.0  # nothing beyond its span
+    assert np.abs(np.diff(eased)).max() <= need.max() * math.pi / (2 * span) * 1.01
