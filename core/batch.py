@@ -26,6 +26,7 @@ from .plant import (
     ALIGN_FADE,
     BODY_RADIUS,
     FORWARD_BIAS,
+    MAX_PITCH,
     PLANE_EPS,
     REACH_MARGIN,
     STRAIGHT,
@@ -106,6 +107,24 @@ def ease_max(need: np.ndarray, span: float) -> np.ndarray:
         np.maximum(out[d:], need[:-d] * w, out=out[d:])
         np.maximum(out[:-d], need[d:] * w, out=out[:-d])
     return out
+
+
+def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
+               up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`plant._toe_pitch` over arrays: (turns, which rows have one)."""
+    along = toe - heel
+    along = along - up * np.einsum("ni,ni->n", along, up)[:, None]
+    length = np.linalg.norm(along, axis=1)
+    d = along / np.where(length > 0.0, length, 1.0)[:, None]
+    flat = lambda v: v - up * np.einsum("ni,ni->n", v, up)[:, None]  # noqa: E731
+    reach = np.einsum("ni,ni->n", flat(toe), d) + np.maximum(0.0, -np.einsum("ni,ni->n", flat(heel), d))
+    gap = toe_need - heel_need
+    has = np.isfinite(heel_need) & np.isfinite(toe_need) & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
+    angle = np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
+    axis = np.cross(d, up)
+    axis = axis / np.where(np.linalg.norm(axis, axis=1) > 0.0, np.linalg.norm(axis, axis=1), 1.0)[:, None]
+    q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
+    return q, has
 
 
 def object_moves(obj: bpy.types.Object) -> bool:
@@ -614,30 +633,45 @@ class BatchRig:
             frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
             tilt = qslerp(np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1)), full, frac)
         target = ankle + up * np.where(planned, ground, 0.0)[:, None]
-        deficits = []
-        for p, h in zip(soles, heights.T):
-            m = target + qrot(tilt, p - ankle)
-            below = self._cast(m, reach, up)  # m is already at the ground's height
-            bh = below.height - np.einsum("ni,ni->n", base, up)
-            extra = 0.0
-            if lk is not None and lk["swing"].any():
-                # `plant._plan_foot`: a lifted foot keeps clear of the terrain around it.
-                rest = lb.rest_length * world_scale
-                rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
-                from .plant import SWING_LIFT, smoothstep
+        def needs(turn: np.ndarray) -> np.ndarray:
+            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed."""
+            deficits = []
+            for p, h in zip(soles, heights.T):
+                m = target + qrot(turn, p - ankle)
+                below = self._cast(m, reach, up)  # m is already at the ground's height
+                bh = below.height - np.einsum("ni,ni->n", base, up)
+                extra = 0.0
+                if lk is not None and lk["swing"].any():
+                    # `plant._plan_foot`: a lifted foot keeps clear of the terrain around it.
+                    rest = lb.rest_length * world_scale
+                    rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
+                    from .plant import SWING_LIFT, smoothstep
 
-                gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
-                extra = lk["swing"] * gate * clearance_extra(rise, rest)
-            deficits.append(np.where(below.hit, bh + extra + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up),
-                                     -np.inf))
-        best = np.max(np.stack(deficits, 1), 1)
+                    gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
+                    extra = lk["swing"] * gate * clearance_extra(rise, rest)
+                deficits.append(np.where(below.hit, bh + extra + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up),
+                                         -np.inf))
+            return np.stack(deficits, 1)
+
+        turn = tilt
+        found = needs(turn)
+        if len(soles) > 1:
+            # `plant._toe_pitch`: a foot in the air turns toe-up rather than lift its ankle for its toe.
+            loose = lk["weight"] == 0.0 if lk is not None else np.ones(self.frames, dtype=bool)
+            pitch, has = _toe_pitch(qrot(tilt, soles[0] - ankle), qrot(tilt, soles[-1] - ankle),
+                                    found[:, 0], found[:, -1], up)
+            sel = loose & has
+            if sel.any():
+                turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
+                found = needs(turn)
+        best = np.max(found, 1)
         if arc is not None:
 
             # `plant._plan_foot`: in mid-swing each sole point keeps its height above the swing's line.
             idx, start, direction, plen, h0, h1, raise_, ramp = arc
             overs = []
             for p, h in zip(soles, heights.T):
-                m = (target + qrot(tilt, p - ankle))[idx]
+                m = (target + qrot(turn, p - ankle))[idx]
                 x = np.einsum("ni,ni->n", m - start, direction) / plen  # `plant.SwingLine.height`
                 line = h0 + (h1 - h0) * x + raise_
                 overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
@@ -648,7 +682,7 @@ class BatchRig:
             w = ramp * smoothstep(lifted[idx] / (SWING_LIFT * leg[idx]))
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
-        rotation = qmul(tilt, mat_to_quat(end_frame))
+        rotation = qmul(turn, mat_to_quat(end_frame))
         return planned, target, rotation, hip, leg
 
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]

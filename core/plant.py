@@ -312,19 +312,34 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
             allowed = min(angle, limb.max_align_angle)
             tilt = Quaternion().slerp(full, contact * allowed / angle)
     target = ankle + up * ground
-    moved = [target + tilt @ (p - ankle) for p in soles]
-    deficits = []
     field_ = terrain.clearance(up, rest_leg_length(obj, names)) if lock.swing > 0.0 else None
-    for p, h in zip(moved, heights):
-        below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
-        if below is not None:
+
+    def deficits_of(moved: list[Vector]) -> list[Optional[float]]:
+        """How far each sole point must rise to stand its height above the ground under it (None: missed)."""
+        out: list[Optional[float]] = []
+        for p, h in zip(moved, heights):
+            below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
+            if below is None:
+                out.append(None)
+                continue
             extra = 0.0
             if field_ is not None:
                 # A lifted foot keeps clear of the terrain around it, not only of the point under it.
                 gate = max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
                 extra = lock.swing * gate * float(clearance_extra(field_.height(np.asarray(p)) - base.dot(up) - below[0],
-                                                           rest_leg_length(obj, names)))
-            deficits.append(below[0] + extra + max(0.0, h) - (p - base).dot(up))
+                                                                  rest_leg_length(obj, names)))
+            out.append(below[0] + extra + max(0.0, h) - (p - base).dot(up))
+        return out
+
+    turn = tilt
+    found = deficits_of([target + turn @ (p - ankle) for p in soles])
+    if lock.weight == 0.0 and len(soles) > 1:
+        pitch = _toe_pitch(tilt @ (soles[0] - ankle), tilt @ (soles[-1] - ankle), found[0], found[-1], up)
+        if pitch is not None:
+            turn = pitch @ tilt
+            found = deficits_of([target + turn @ (p - ankle) for p in soles])
+    moved = [target + turn @ (p - ankle) for p in soles]
+    deficits = [d for d in found if d is not None]
     if arc is not None:
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
         # between), not above the terrain right under it: a step edge passing under the foot does not
@@ -337,8 +352,32 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         deficits.append(w * over + (1.0 - w) * under_only)
     if deficits:
         target = target + up * max(deficits)
-    rotation = tilt @ pose.end_frame.to_quaternion()
+    rotation = turn @ pose.end_frame.to_quaternion()
     return _FootPlan(limb, names, pose, hip, target, rotation, leg)
+
+
+# A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching the
+# ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
+# ankle keeps its path and the leg does not jerk with every change of the foot's pitch.
+MAX_PITCH = math.radians(30.0)
+
+
+def _toe_pitch(heel: Vector, toe: Vector, heel_need: Optional[float], toe_need: Optional[float],
+               up: Vector) -> Optional[Quaternion]:
+    """The toe-up turn about the ankle (heel and toe relative to it) that brings the toe's need to rise
+    down to the heel's, or None."""
+    if heel_need is None or toe_need is None or toe_need <= heel_need:
+        return None
+    along = toe - heel
+    along = along - up * along.dot(up)
+    if along.length == 0.0:
+        return None
+    d = along.normalized()
+    reach = (toe - up * toe.dot(up)).dot(d) + max(0.0, -(heel - up * heel.dot(up)).dot(d))
+    if reach <= 0.0:
+        return None
+    angle = math.asin(min(math.sin(MAX_PITCH), (toe_need - heel_need) / reach))
+    return Quaternion(d.cross(up).normalized(), angle)
 
 
 # Footing: a contact's footprint (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid)
