@@ -110,7 +110,7 @@ def ease_max(need: np.ndarray, span: float) -> np.ndarray:
 
 
 def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
-               up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """`plant._toe_pitch` over arrays: (turns, which rows have one)."""
     along = toe - heel
     along = along - up * np.einsum("ni,ni->n", along, up)[:, None]
@@ -120,7 +120,7 @@ def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_nee
     reach = np.einsum("ni,ni->n", flat(toe), d) + np.maximum(0.0, -np.einsum("ni,ni->n", flat(heel), d))
     gap = toe_need - heel_need
     has = np.isfinite(heel_need) & np.isfinite(toe_need) & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
-    angle = np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
+    angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = np.cross(d, up)
     axis = axis / np.where(np.linalg.norm(axis, axis=1) > 0.0, np.linalg.norm(axis, axis=1), 1.0)[:, None]
     q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
@@ -657,9 +657,9 @@ class BatchRig:
         found = needs(turn)
         if len(soles) > 1:
             # `plant._toe_pitch`: a foot in the air turns toe-up rather than lift its ankle for its toe.
-            loose = lk["weight"] == 0.0 if lk is not None else np.ones(self.frames, dtype=bool)
+            loose = (lk["weight"] == 0.0) & (lk["pitch"] > 0.0) if lk is not None else np.ones(self.frames, dtype=bool)
             pitch, has = _toe_pitch(qrot(tilt, soles[0] - ankle), qrot(tilt, soles[-1] - ankle),
-                                    found[:, 0], found[:, -1], up)
+                                    found[:, 0], found[:, -1], up, lk["pitch"] if lk is not None else 1.0)
             sel = loose & has
             if sel.any():
                 turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
@@ -718,7 +718,7 @@ class BatchRig:
     def _swing_line(self, rows, a, b, ga, gb, t, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
         direction, length, h0, h1, lift, ramp), one entry per row."""
-        from .plant import ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window
+        from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window, smoothstep
 
         path = b - a
         plen = np.linalg.norm(path, axis=1)
@@ -748,7 +748,7 @@ class BatchRig:
                 hit = self._cast(start, rc, u)
                 hh = hit.height - base_h
                 need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
-        return idx, a, direction, plen, ga, gb, need, arc_ramp(t)
+        return idx, a, direction, plen, ga, gb, need, arc_ramp(t) * smoothstep(plen / (ARC_PATH * lg))
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""

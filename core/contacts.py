@@ -37,6 +37,7 @@ MIN_GAP = 0.05  # seconds
 EASE = 0.2  # seconds
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
 SWING_EASE = 0.1  # seconds: a lifted foot's clearance over the terrain fades in and out over this
+PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
 BASELINE_WINDOW = 0.75  # seconds either side
 
 
@@ -212,11 +213,19 @@ class Lock:
     # still has on its floor (a toe pivoting at lift-off) stays on the terrain; further away the clearance
     # holds whatever the animation does.
     free: float = 0.0
+    # How much a foot in the air may turn toe-up (`plant._toe_pitch`): 1 but for PITCH_EASE seconds
+    # around each contact, so the foot is back in its animated pitch when it lands.
+    pitch: float = 0.0
 
 
 def swing_weight(since: Any, fps: float) -> Any:
     """`Lock.swing` from the frames since the nearest contact (floats or arrays)."""
     return smoothstep(np.asarray(since, dtype=np.float64) / max(1.0, SWING_EASE * fps))
+
+
+def pitch_weight(since: Any, fps: float) -> Any:
+    """`Lock.pitch` from the frames since the nearest contact (floats or arrays)."""
+    return smoothstep(np.asarray(since, dtype=np.float64) / max(2.0, PITCH_EASE * fps))
 
 
 def free_weight(since: Any, fps: float) -> Any:
@@ -225,7 +234,7 @@ def free_weight(since: Any, fps: float) -> Any:
     return smoothstep((np.asarray(since, dtype=np.float64) - ease) / ease)
 
 
-NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0)
+NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0, pitch=1.0)
 
 
 def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Optional[list[Vector]] = None) -> Lock:
@@ -253,6 +262,7 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
     since = min(frame - prev.end if prev is not None else math.inf, nxt.start - frame if nxt is not None else math.inf)
     swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
     free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
+    pitch = float(pitch_weight(since, fps)) if math.isfinite(since) else 1.0
     if prev is not None and nxt is not None:
         t = min(1.0, max(0.0, (frame - prev.end) / max(1.0, nxt.start - prev.end)))
         a, b = spot[prev.as_pointer()], spot[nxt.as_pointer()]
@@ -271,7 +281,7 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
         anchors = ((b, k),)
     else:
         offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
-    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free)
+    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free, pitch)
 
 
 def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float,
@@ -281,7 +291,7 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
            "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
            "a1": np.zeros((count, 3)), "w1": np.zeros(count), "swing": np.zeros(count),
-           "free": np.zeros(count)}
+           "free": np.zeros(count), "pitch": np.ones(count)}
     if not limb.use_lock or not limb.contacts:
         return out
     cs = list(limb.contacts)
@@ -335,5 +345,6 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     since = np.where(np.isfinite(since), since, 0.0)
     out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
     out["free"] = np.where(far, 0.0, free_weight(since, fps))
+    out["pitch"] = np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps)))
     return out
 

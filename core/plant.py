@@ -333,8 +333,8 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
 
     turn = tilt
     found = deficits_of([target + turn @ (p - ankle) for p in soles])
-    if lock.weight == 0.0 and len(soles) > 1:
-        pitch = _toe_pitch(tilt @ (soles[0] - ankle), tilt @ (soles[-1] - ankle), found[0], found[-1], up)
+    if lock.weight == 0.0 and lock.pitch > 0.0 and len(soles) > 1:
+        pitch = _toe_pitch(tilt @ (soles[0] - ankle), tilt @ (soles[-1] - ankle), found[0], found[-1], up, lock.pitch)
         if pitch is not None:
             turn = pitch @ tilt
             found = deficits_of([target + turn @ (p - ankle) for p in soles])
@@ -363,9 +363,9 @@ MAX_PITCH = math.radians(30.0)
 
 
 def _toe_pitch(heel: Vector, toe: Vector, heel_need: Optional[float], toe_need: Optional[float],
-               up: Vector) -> Optional[Quaternion]:
+               up: Vector, weight: float = 1.0) -> Optional[Quaternion]:
     """The toe-up turn about the ankle (heel and toe relative to it) that brings the toe's need to rise
-    down to the heel's, or None."""
+    down to the heel's, times `weight`; or None."""
     if heel_need is None or toe_need is None or toe_need <= heel_need:
         return None
     along = toe - heel
@@ -376,7 +376,7 @@ def _toe_pitch(heel: Vector, toe: Vector, heel_need: Optional[float], toe_need: 
     reach = (toe - up * toe.dot(up)).dot(d) + max(0.0, -(heel - up * heel.dot(up)).dot(d))
     if reach <= 0.0:
         return None
-    angle = math.asin(min(math.sin(MAX_PITCH), (toe_need - heel_need) / reach))
+    angle = weight * math.asin(min(math.sin(MAX_PITCH), (toe_need - heel_need) / reach))
     return Quaternion(d.cross(up).normalized(), angle)
 
 
@@ -453,6 +453,9 @@ ARC_SAMPLES = 15
 ARC_WIDTH = 0.35
 # The part of the swing (fraction of its time, at each end) over which that lift fades in and out.
 ARC_RAMP = 0.1
+# A swing shorter than this (x leg length) has no line to speak of: its line fades out below it (the
+# foot shuffles in place and keeps to the ground under it).
+ARC_PATH = 0.2
 # A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation.
 SWING_LIFT = 0.01
 
@@ -544,7 +547,7 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
             hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
             if hit is not None:
                 need = max(need, (hit[0] - line) * near)
-    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t)))
+    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t) * smoothstep(plen / (ARC_PATH * leg))))
 
 
 def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:
