@@ -36,7 +36,7 @@ MIN_CONTACT = 0.08  # seconds
 MIN_GAP = 0.05  # seconds
 EASE = 0.2  # seconds
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
-SWING_EASE = 0.1  # seconds: a lifted foot's clearance over the terrain fades in and out over this
+SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
 PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
 BASELINE_WINDOW = 0.75  # seconds either side
 
@@ -179,11 +179,13 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
     c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
     # The footprint's ends: the heel and toe tip farthest back and forward along the foot over the contact
     # (a foot rolling onto its toes or turning still keeps all of it on one level).
-    heel, toe = d["heel"][a:b + 1], d["toe"][a:b + 1]
+    # Relative to the ankle on each frame: where heel and toe are when the ankle stays at the lock point.
+    ankle = d["ankle"][a:b + 1]
+    heel, toe = d["heel"][a:b + 1] - ankle, d["toe"][a:b + 1] - ankle
     axis = toe.mean(axis=0) - heel.mean(axis=0)
     axis[2] = 0.0
     back, front = heel[int(np.argmin(heel @ axis))], toe[int(np.argmax(toe @ axis))]
-    c.heel, c.toe = tuple(back - lock), tuple(front - lock)
+    c.heel, c.toe = tuple(back), tuple(front)
     n = float(np.linalg.norm(axis))
     if n > 0.0:
         side = np.array([-axis[1], axis[0], 0.0]) / n
@@ -220,7 +222,7 @@ class Lock:
 
 def swing_weight(since: Any, fps: float) -> Any:
     """`Lock.swing` from the frames since the nearest contact (floats or arrays)."""
-    return smoothstep(np.asarray(since, dtype=np.float64) / max(1.0, SWING_EASE * fps))
+    return smoothstep(np.asarray(since, dtype=np.float64) / max(3.0, SWING_EASE * fps))
 
 
 def pitch_weight(since: Any, fps: float) -> Any:
@@ -230,7 +232,7 @@ def pitch_weight(since: Any, fps: float) -> Any:
 
 def free_weight(since: Any, fps: float) -> Any:
     """`Lock.free` from the frames since the nearest contact (floats or arrays)."""
-    ease = max(1.0, SWING_EASE * fps)
+    ease = max(3.0, SWING_EASE * fps)
     return smoothstep((np.asarray(since, dtype=np.float64) - ease) / ease)
 
 
