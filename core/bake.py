@@ -11,6 +11,7 @@ The source action is never written to; it keeps a fake user so it is never lost.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -24,6 +25,8 @@ from .contacts import fps_of
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
 from .plant import RigResult, limb_is_usable, plant_rig
+
+log = logging.getLogger(__name__)
 
 BAKED_KEY = "contact_ik_baked"
 SOURCE_KEY = "contact_ik_source"
@@ -218,7 +221,16 @@ class BakeJob:
             rig.results.append(result)
 
     def cancel(self) -> None:
-        """Stop: nothing was written; the frame and live preview are as they were."""
+        """Stop: nothing was written; the frame and live preview are as they were (its frame cache, dropped
+        when the bake began, is built again)."""
+        objs = [r.obj for r in self.rigs if r.obj.name in self.was_live]
+        if objs:
+            for name in self.was_live:
+                live.live_rigs.add(name)
+            try:
+                live.precompute_all(objs, self.scene)
+            except Exception:  # the frame-by-frame preview still works without it
+                log.debug("rebuilding the live preview's frame cache failed", exc_info=True)
         self._restore()
 
     def finish(self) -> list[BakeReport]:

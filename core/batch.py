@@ -25,6 +25,7 @@ from . import rig
 from .plant import (
     ALIGN_FADE,
     BODY_RADIUS,
+    EXT_SLACK,
     FORWARD_BIAS,
     MAX_PITCH,
     PLANE_EPS,
@@ -86,29 +87,6 @@ def _anim_paths(obj: bpy.types.Object) -> list[str]:
     return paths
 
 
-# The pelvis's reach drop (`plant._reach_drop`) is eased over this many seconds either side: it never
-# lies above what a frame needs, and comes and goes at a bounded speed instead of following each frame.
-# Only where all frames are known: the bake and live preview's frame cache, not the frame-by-frame
-# path (rigs the fast path does not cover, and live preview while its cache is rebuilt).
-PELVIS_EASE = 0.25
-
-
-def ease_max(need: np.ndarray, span: float) -> np.ndarray:
-    """The smallest envelope of bumps over `need` (>= 0, one value per frame): at each frame the largest
-    need within `span` frames, weighted by cos^2 of its distance in time (1 on the frame itself, so the
-    envelope is never below `need`, and 0 from `span` frames away)."""
-    out = need.astype(np.float64).copy()
-    n = len(need)
-    reach = int(math.ceil(span))
-    for d in range(1, reach + 1):
-        w = float(np.cos(0.5 * np.pi * min(1.0, d / span)) ** 2)
-        if w <= 0.0 or d >= n:
-            continue
-        np.maximum(out[d:], need[:-d] * w, out=out[d:])
-        np.maximum(out[:-d], need[d:] * w, out=out[:-d])
-    return out
-
-
 def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
                up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """`plant._toe_pitch` over arrays: (turns, which rows have one)."""
@@ -118,8 +96,9 @@ def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_nee
     d = along / np.where(length > 0.0, length, 1.0)[:, None]
     flat = lambda v: v - up * np.einsum("ni,ni->n", v, up)[:, None]  # noqa: E731
     reach = np.einsum("ni,ni->n", flat(toe), d) + np.maximum(0.0, -np.einsum("ni,ni->n", flat(heel), d))
-    gap = toe_need - heel_need
-    has = np.isfinite(heel_need) & np.isfinite(toe_need) & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
+    both = np.isfinite(heel_need) & np.isfinite(toe_need)  # a ray that missed has no need (-inf)
+    gap = np.where(both, np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0), 0.0)
+    has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = np.cross(d, up)
     axis = axis / np.where(np.linalg.norm(axis, axis=1) > 0.0, np.linalg.norm(axis, axis=1), 1.0)[:, None]
@@ -478,19 +457,12 @@ class BatchRig:
         """Per driven bone and channel: (values (N, size), written (N,) bool). Frames are independent, so
         they are computed in chunks: memory stays bounded however long the bake."""
         parts = []
-        pad = self._pelvis_reach()  # the pelvis's ease looks this many frames either way
         for start in range(0, self.frames, chunk):
-            stop = min(self.frames, start + chunk)
-            lo, hi = max(0, start - pad), min(self.frames, stop + pad)
-            got = self._slice(slice(lo, hi))._compute()
-            parts.append({k: (v[start - lo:stop - lo], w[start - lo:stop - lo]) for k, (v, w) in got.items()})
+            parts.append(self._slice(slice(start, min(self.frames, start + chunk)))._compute())
         if len(parts) == 1:
             return parts[0]
         return {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
                 for key in parts[0]}
-
-    def _pelvis_reach(self) -> int:
-        return int(math.ceil(PELVIS_EASE * self.fps)) if PELVIS_EASE > 0.0 else 0
 
     def _slice(self, sl: slice) -> BatchRig:
         part = copy.copy(self)
@@ -538,11 +510,8 @@ class BatchRig:
         offset = np.zeros(n)
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
-            offset, moved = self._reach_drop(plans, window, up)
-            if PELVIS_EASE > 0.0:
-                # The drop eased in time: as low as each frame needs, coming and going smoothly.
-                need = np.where(moved, window - offset, 0.0)
-                offset = np.where(moved, window - ease_max(need, PELVIS_EASE * self.fps), offset)
+            feet = [np.where(p[1], p[-1], window) for p in plans]  # `plant.support_ground`
+            offset, moved = self._reach_drop([p[:-1] for p in plans], np.mean(feet, 0), up)
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
         out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
@@ -559,7 +528,7 @@ class BatchRig:
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
 
-        for lb, planned, target, rotation, _hip, _leg in plans:
+        for lb, planned, target, rotation, _hip, _leg, _e, _s in plans:
             self._solve(lb, frame, rots, shift, target, rotation, planned, out, soft=True)
         for lb in self.limbs:
             if lb.kind == "FOOT" or lb.targets is None:
@@ -574,6 +543,7 @@ class BatchRig:
         f0, f1 = frame[:, s[lb.chain[0]]], frame[:, s[lb.chain[1]]]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
         ankle = world[:, s[lb.end], :3, 3]
+        fk_ankle = ankle
         leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
         leg = np.maximum(leg, 1e-12)
         reach = lb.ray_length * world_scale if lb.ray_length > 0.0 else leg
@@ -584,6 +554,7 @@ class BatchRig:
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
         lifted = np.maximum(0.0, heights.min(1))  # `plant._plan_foot`
         arc = None
+        w_all, ground_support = np.zeros(self.frames), np.zeros(self.frames)
         lk = lb.lock
         if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
             # Foot locking (`plant._plan_foot`): to the lock point in a contact, by the carried correction
@@ -606,9 +577,9 @@ class BatchRig:
             used = np.zeros(self.frames)
             for key in ("0", "1"):
                 w = lk["w" + key]
-                p = xform(self.mw, lk["a" + key])
-                p = p - up * np.einsum("ni,ni->n", p - ankle, up)[:, None]
-                hit = self._cast(p + lift, reach, up)
+                at = xform(self.mw, lk["a" + key])  # the ray from the contact's own height, whatever the foot's
+                p = at - up * np.einsum("ni,ni->n", at - ankle, up)[:, None]
+                hit = self._cast(at + lift, reach, up)
                 ok = hit.hit & (w > 0.0)
                 hh = hit.height - np.einsum("ni,ni->n", base, up)
                 blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
@@ -620,9 +591,10 @@ class BatchRig:
                     gb = np.where(ok, hh, np.nan)
                     pb = p
             ground = blended + (1.0 - used) * ground
+            w_all, ground_support = lk["w0"] + lk["w1"], ground.copy()
             two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
             if two.any():
-                arc = self._swing_line(two, pa, pb, ga, gb, lk["w1"], ankle, soles, up, base, leg)
+                arc = self._swing_line(two, pa, pb, ga, gb, lk["w1"], lk["gap"], ankle, soles, up, base, leg)
         tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
         if lb.align:
             contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
@@ -683,7 +655,12 @@ class BatchRig:
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
-        return planned, target, rotation, hip, leg
+        # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
+        # under its animated height, faded into the terrain under the body without contacts around.
+        held = np.minimum(1.0, w_all)
+        support = held * (ground_support - (lifted - clearance)) + (1.0 - held) * window
+        ext = np.linalg.norm(fk_ankle - hip, axis=1) / leg  # how straight the animation has the leg
+        return planned, target, rotation, hip, leg, ext, support
 
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
         """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""
@@ -715,7 +692,7 @@ class BatchRig:
             out[sel] = self.terrain.clearance(key[:3], float(key[3])).height(points[sel])
         return out
 
-    def _swing_line(self, rows, a, b, ga, gb, t, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
+    def _swing_line(self, rows, a, b, ga, gb, t, gap, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
         direction, length, h0, h1, lift, ramp), one entry per row."""
         from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window, smoothstep
@@ -748,7 +725,7 @@ class BatchRig:
                 hit = self._cast(start, rc, u)
                 hh = hit.height - base_h
                 need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
-        return idx, a, direction, plen, ga, gb, need, arc_ramp(t) * smoothstep(plen / (ARC_PATH * lg))
+        return idx, a, direction, plen, ga, gb, need, arc_ramp(t, gap[idx]) * smoothstep(plen / (ARC_PATH * lg))
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""
@@ -787,13 +764,21 @@ class BatchRig:
         return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)
 
     def _reach_drop(self, plans, window, up):  # type: ignore[no-untyped-def]
+        """`plant.soft_reach_drop` over all frames: (offset, whether the pelvis moves)."""
+        from .plant import SOFT_LOOSE, SOFT_REACH, SOFT_STEPS
+
+        drops = [self._reach_drop_at(plans, window, up, SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE))
+                 for k in range(SOFT_STEPS)]
+        return sum(d[0] for d in drops) / len(drops), drops[0][1]
+
+    def _reach_drop_at(self, plans, window, up, tighten):  # type: ignore[no-untyped-def]
         """`plant._reach_drop` over all frames: (offset, whether the pelvis moves)."""
         any_plan = np.zeros(self.frames, dtype=bool)
         offset = window.copy()
-        for _lb, planned, target, _r, hip, lg in plans:
+        for _lb, planned, target, _r, hip, lg, ext in plans:
             any_plan |= planned
             hp = hip + up * offset[:, None]
-            reach_l = REACH_MARGIN * lg
+            reach_l = (np.minimum(REACH_MARGIN, ext + EXT_SLACK) - tighten) * lg
             d = target - hp
             dl = np.linalg.norm(d, axis=1)
             b = np.einsum("ni,ni->n", d, up)

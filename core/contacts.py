@@ -218,6 +218,7 @@ class Lock:
     # How much a foot in the air may turn toe-up (`plant._toe_pitch`): 1 but for PITCH_EASE seconds
     # around each contact, so the foot is back in its animated pitch when it lands.
     pitch: float = 0.0
+    gap: float = 0.0  # frames from the contact before to the one after (0 unless between two)
 
 
 def swing_weight(since: Any, fps: float) -> Any:
@@ -265,8 +266,10 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
     swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
     free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
     pitch = float(pitch_weight(since, fps)) if math.isfinite(since) else 1.0
+    gap = 0.0
     if prev is not None and nxt is not None:
-        t = min(1.0, max(0.0, (frame - prev.end) / max(1.0, nxt.start - prev.end)))
+        gap = float(max(1.0, nxt.start - prev.end))
+        t = min(1.0, max(0.0, (frame - prev.end) / gap))
         a, b = spot[prev.as_pointer()], spot[nxt.as_pointer()]
         offset = (a - Vector(prev.leave)).lerp(b - Vector(nxt.enter), t)
         rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
@@ -283,7 +286,7 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
         anchors = ((b, k),)
     else:
         offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
-    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free, pitch)
+    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free, pitch, gap)
 
 
 def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float,
@@ -293,7 +296,7 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
            "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
            "a1": np.zeros((count, 3)), "w1": np.zeros(count), "swing": np.zeros(count),
-           "free": np.zeros(count), "pitch": np.ones(count)}
+           "free": np.zeros(count), "pitch": np.ones(count), "gap": np.zeros(count)}
     if not limb.use_lock or not limb.contacts:
         return out
     cs = list(limb.contacts)
@@ -348,5 +351,6 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
     out["free"] = np.where(far, 0.0, free_weight(since, fps))
     out["pitch"] = np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps)))
+    out["gap"] = np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0)
     return out
 

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 ALIGN_FADE = 0.15
 # Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it.
 REACH_MARGIN = 0.98
+# ... and a leg on the ground no straighter than the animation has it plus this (x leg length): near full
+# extension the knee turns fast for a small change of reach, so a leg kept straighter than animated pops.
+EXT_SLACK = 0.03
 # Radius of the disk under the pelvis whose mean terrain height the body follows (x leg length).
 BODY_RADIUS = 0.6
 # A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
@@ -168,7 +171,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
 
     offset = 0.0
     if pelvis and settings.body_follow and plans:
-        offset = _reach_drop(window, plans, up)
+        offset = soft_reach_drop(support_ground(window, [p.support for p in plans]), plans, up)
         _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
     result.pelvis_offset = offset
@@ -214,6 +217,8 @@ class _FootPlan:
     target: Vector
     rotation: Optional[Quaternion]
     reach: float
+    support: Optional[float] = None  # the ground from the foot's contacts around (None: it has none)
+    extension: float = 1.0  # hip to ankle over the leg's length, as animated
 
 
 def fk_plane_pole(pose: ChainPose, foot: bool = False) -> Optional[Vector]:
@@ -293,8 +298,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         for point, w in lock.anchors:
             if w <= 0.0:
                 continue
-            p = obj.matrix_world @ point
-            p = p - up * (p - ankle).dot(up)  # at the ankle's height, where the ray starts
+            p = obj.matrix_world @ point  # the ray from the contact's own height, whatever the foot's
             hit = terrain_height(terrain, p + lift, up, base, reach)
             if hit is not None:
                 blended += w * hit[0]
@@ -353,7 +357,12 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     if deficits:
         target = target + up * max(deficits)
     rotation = turn @ pose.end_frame.to_quaternion()
-    return _FootPlan(limb, names, pose, hip, target, rotation, leg)
+    # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is
+    # lowered under its animated height (its hover removed).
+    # Faded into the terrain under the body (`window`) before the first contact and after the last.
+    held = min(1.0, sum(w for _p, w in lock.anchors))
+    support = held * (ground - (lifted - clearance)) + (1.0 - held) * window
+    return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg)
 
 
 # A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching the
@@ -388,7 +397,7 @@ FOOT_SAMPLES = 7
 FOOT_MARGIN = 0.04
 FOOT_EDGE = 0.03
 FOOT_STEP = 0.03
-FOOT_SHIFT = 0.3
+FOOT_SHIFT = 0.2
 
 
 def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
@@ -442,6 +451,13 @@ def _place(mw: Matrix, cs: list[Any], terrain: Terrain, up: Vector, leg: float) 
     hh = np.where(hits.hit, hits.height, np.nan).reshape(pts.shape[:4])
     jump = np.maximum(np.abs(np.diff(hh, axis=2)).max((2, 3)), np.abs(np.diff(hh, axis=3)).max((2, 3)))
     level = np.isfinite(jump) & (jump <= FOOT_EDGE * leg)  # (C, K), nan (a miss) is not level
+    # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
+    own = lock @ m[:3, :3].T + m[:3, 3]
+    own = own + u * (0.5 * (low + high) - own @ u)[:, None]
+    under = terrain.down_rays(up).cast(own, np.full(len(own), 0.5 * (high - low) + leg))
+    mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)  # level: every point hit
+    same = level & (np.abs(mean - np.where(under.hit, under.height, np.nan)[:, None]) <= FOOT_EDGE * leg)
+    level = np.where(same.any(1)[:, None], same, level)
     first = np.where(level.any(1), level.argmax(1), 0)
     move = np.where((has & ~level[:, 0] & level.any(1))[:, None], shifts[np.arange(len(cs)), first], 0.0)
     return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]
@@ -453,6 +469,7 @@ ARC_SAMPLES = 15
 ARC_WIDTH = 0.35
 # The part of the swing (fraction of its time, at each end) over which that lift fades in and out.
 ARC_RAMP = 0.1
+ARC_RAMP_FRAMES = 4.0
 # A swing shorter than this (x leg length) has no line to speak of: its line fades out below it (the
 # foot shuffles in place and keeps to the ground under it).
 ARC_PATH = 0.2
@@ -485,9 +502,11 @@ def smoothstep(x: Any) -> Any:
     return x * x * (3.0 - 2.0 * x)
 
 
-def arc_ramp(t: Any) -> Any:
-    """0 at either end of the swing, rising smoothly (smoothstep) to 1 over ARC_RAMP of its time."""
-    return smoothstep(np.minimum(t, 1.0 - t) / ARC_RAMP)
+def arc_ramp(t: Any, gap: Any) -> Any:
+    """0 at either end of the swing (`t` from 0 to 1 over `gap` frames), rising smoothly (smoothstep) to 1
+    over ARC_RAMP of its time, and over at least ARC_RAMP_FRAMES frames."""
+    gap = np.asarray(gap, dtype=np.float64)
+    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, ARC_RAMP_FRAMES))
 
 
 @dataclass
@@ -519,10 +538,10 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
     (pa, _wa), (pb, t) = lock.anchors
     a = obj.matrix_world @ pa
     b = obj.matrix_world @ pb
+    ha = terrain_height(terrain, a + lift, up, base, reach)  # from the contacts' own heights
+    hb = terrain_height(terrain, b + lift, up, base, reach)
     a = a - up * (a - ankle).dot(up)
     b = b - up * (b - ankle).dot(up)
-    ha = terrain_height(terrain, a + lift, up, base, reach)
-    hb = terrain_height(terrain, b + lift, up, base, reach)
     path = b - a
     if ha is None or hb is None or path.length == 0.0:
         return None
@@ -547,7 +566,7 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
             hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
             if hit is not None:
                 need = max(need, (hit[0] - line) * near)
-    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t) * smoothstep(plen / (ARC_PATH * leg))))
+    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t, lock.gap) * smoothstep(plen / (ARC_PATH * leg))))
 
 
 def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:
@@ -569,11 +588,32 @@ def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, l
     return sum(heights) / len(heights) if heights else None
 
 
-def _reach_drop(offset: float, plans: list[_FootPlan], up: Vector) -> float:
-    """The pelvis offset `offset` lowered where a leg could not otherwise reach its target."""
+def support_ground(window: float, feet: list[Optional[float]]) -> float:
+    """The pelvis's ground: the mean of the ground each foot stands on or travels between (from its
+    contacts: step by step on stairs; `_FootPlan.support`), the terrain under the body (`window`) for a
+    foot without."""
+    return sum(window if g is None else g for g in feet) / len(feet) if feet else window
+
+
+# The pelvis starts to drop before a leg reaches its limit: the drop is the mean of those for limits up
+# to SOFT_REACH (x leg length) tighter, in SOFT_STEPS steps, so it sets in gradually (no kink).
+SOFT_REACH = 0.04
+SOFT_STEPS = 5
+SOFT_LOOSE = 0.25  # the part of that range on the loose side of the limit
+
+
+def soft_reach_drop(offset: float, plans: list[_FootPlan], up: Vector) -> float:
+    """`_reach_drop`, eased in: never higher than it, never a kink where a leg reaches its limit."""
+    tight = [SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE) for k in range(SOFT_STEPS)]
+    return sum(_reach_drop(offset, plans, up, t) for t in tight) / len(tight)
+
+
+def _reach_drop(offset: float, plans: list[_FootPlan], up: Vector, tighten: float = 0.0) -> float:
+    """The pelvis offset `offset` lowered where a leg could not otherwise reach its target, or only
+    straighter than REACH_MARGIN or than the animation has it (EXT_SLACK)."""
     for plan in plans:
         hip = plan.hip + up * offset
-        reach = REACH_MARGIN * plan.reach
+        reach = (min(REACH_MARGIN, plan.extension + EXT_SLACK) - tighten) * plan.reach
         d = plan.target - hip
         if d.length > reach:
             # Lower the hip by the smallest x >= 0 with |d + up*x| <= reach; if no vertical move is

@@ -22,19 +22,6 @@ def scene():
     yield bpy.context.scene
 
 
-@pytest.fixture
-def per_frame_model():
-    """The bake's fast path without the pelvis's ease in time (`batch.PELVIS_EASE`): the per-frame model
-    `plant_rig` computes, for the tests that compare the two frame by frame."""
-    import harness
-
-    batch = harness.module("core.batch")
-    ease = batch.PELVIS_EASE
-    batch.PELVIS_EASE = 0.0
-    yield
-    batch.PELVIS_EASE = ease
-
-
 @pytest.fixture(scope="session")
 def quick_demo(tmp_path_factory):
     """The demo (`tools/demo.py --quick`), run once as its own process into a temporary `out/` with the

@@ -177,7 +177,7 @@ def test_bad_bake_input_says_how_to_fix_it():
 
 
 @pytest.mark.parametrize("kind", ["stairs", "noise", "slope"])
-def test_fast_bake_equals_the_frame_by_frame_bake(kind, per_frame_model):
+def test_fast_bake_equals_the_frame_by_frame_bake(kind):
     """The vectorised bake (all frames at once) against `plant_rig` frame by frame, with four limbs, a
     keyed weight, soft IK, a pole object, and bones in Euler and axis-angle."""
     obj, terrain, leg = _four_limb_walker(kind)
@@ -215,7 +215,7 @@ def test_fast_bake_equals_the_frame_by_frame_bake(kind, per_frame_model):
     fast.cancel()
 
 
-def test_fast_bake_follows_an_animated_armature_object(per_frame_model):
+def test_fast_bake_follows_an_animated_armature_object():
     """The armature object itself moves (object-level keys): the fast path reads its matrix every frame."""
     obj, terrain, leg = _walker("slope")
     obj.location = (0.0, 0.0, 0.0)

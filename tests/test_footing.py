@@ -15,7 +15,6 @@ from mathutils.bvhtree import BVHTree
 ground = harness.module("core.ground")
 heightfield = harness.module("core.heightfield")
 plant = harness.module("core.plant")
-batch = harness.module("core.batch")
 
 LEG = 0.9
 RISER, TREAD = 0.15 * LEG, 0.5 * LEG
@@ -79,7 +78,7 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     terrain = _stairs()
     edge = 2 * TREAD
     foot = 0.25 * LEG
-    straddling = _contact((0.0, edge - 0.1 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot, -0.08))
+    straddling = _contact((0.0, edge - 0.17 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot, -0.08))
     on_tread = _contact((0.3, edge + 0.15 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot - 0.1 * LEG, -0.08))
     placed = plant._place(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
     assert (placed[1] - Vector(on_tread.lock)).length == 0.0  # level already: left where it was
@@ -90,13 +89,25 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
 
 
-def test_pelvis_ease_is_an_envelope_with_bounded_speed():
-    need = np.zeros(200)
-    need[50] = 0.2
-    need[120:124] = [0.05, 0.3, 0.1, 0.0]
-    span = 30.0
-    eased = batch.ease_max(need, span)
-    assert (eased >= need).all()  # never less drop than a frame needs: the legs still reach
-    assert eased[50] == 0.2 and eased[121] == 0.3
-    assert eased[:50 - 30].max() == 0.0 and eased[124 + 30:].max() == 0.0  # nothing beyond its span
-    assert np.abs(np.diff(eased)).max() <= need.max() * math.pi / (2 * span) * 1.01
+def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight():
+    """`plant.soft_reach_drop`: a hip moving away from a planted target, frame by frame. The pelvis drop is
+    zero while the leg is comfortably bent, at least what the limit needs (the leg never straighter than
+    REACH_MARGIN), and without the hard version's kink where the limit is reached."""
+    leg = 1.0
+    up = Vector((0.0, 0.0, 1.0))
+    target = Vector((0.0, 0.0, 0.0))
+    xs = np.linspace(0.0, 0.6, 121)
+    hard, soft = [], []
+    for x in xs:
+        hip = Vector((x, 0.0, 0.9))
+        plan = plant._FootPlan(None, [], None, hip, target, None, leg, None, 0.95)
+        hard.append(plant._reach_drop(0.0, [plan], up))
+        soft.append(plant.soft_reach_drop(0.0, [plan], up))
+        reach = (hip + up * soft[-1] - target).length
+        assert reach <= (plant.REACH_MARGIN + plant.SOFT_REACH * plant.SOFT_LOOSE) * leg + 1e-9
+    hard, soft = np.array(hard), np.array(soft)
+    assert soft[0] == 0.0 and hard[0] == 0.0  # a bent leg moves nothing
+    first_hard = int(np.flatnonzero(hard < 0.0)[0])
+    assert np.flatnonzero(soft < 0.0)[0] < first_hard  # it starts before the limit...
+    slope = np.diff(soft)
+    assert np.abs(np.diff(slope)).max() < 0.5 * np.abs(np.diff(np.diff(hard))).max()  # ...and bends less sharply
