@@ -510,8 +510,8 @@ class BatchRig:
         offset = np.zeros(n)
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
-            feet = [np.where(p[1], p[-1], window) for p in plans]  # `plant.support_ground`
-            offset, moved = self._reach_drop([p[:-1] for p in plans], np.mean(feet, 0), up)
+            support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)  # `plant.support_ground`
+            offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
         out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
