@@ -4,11 +4,13 @@ Ground model: the animation's own floor (a plane through the armature at `floor_
 up axis) maps onto the terrain. Each foot keeps its animated height above the floor as its height
 above the terrain under it, so a planted foot rests on the surface and a swinging foot keeps its
 clearance; no sole point (heel, and toe tip when there is a toe bone) ends below the surface. The
-foot turns toward the ground normal while near the ground. The pelvis follows the terrain under the
-body (averaged over a disk the size of a stride, so stairs give a smooth step-by-step rise) and
-drops when a leg could not otherwise reach (`batch` eases that drop in time where all frames are known).
-A lifted foot keeps clear of the terrain around it (`heightfield.ClearanceField`), and a contact whose
-footprint straddles a step edge is moved onto one level (`placed_locks`).
+foot turns toward the ground normal while near the ground. The pelvis follows the ground the feet
+stand on or travel between (`support_ground`: from their contacts, so stairs give a step-by-step rise;
+the terrain under the body, averaged over a disk the size of a stride, for a foot without contacts
+around) and drops, gradually (`soft_reach_drop`), where a leg could not otherwise reach or would be
+straighter than animated. A lifted foot keeps clear of the terrain around it
+(`heightfield.ClearanceField`) and turns toe-up rather than lift its ankle for its toe (`_toe_pitch`);
+a contact whose footprint straddles a step edge is moved onto one level (`placed_locks`).
 """
 
 from __future__ import annotations

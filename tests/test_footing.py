@@ -111,3 +111,27 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
     assert np.flatnonzero(soft < 0.0)[0] < first_hard  # it starts before the limit...
     slope = np.diff(soft)
     assert np.abs(np.diff(slope)).max() < 0.5 * np.abs(np.diff(np.diff(hard))).max()  # ...and bends less sharply
+
+
+def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
+    """`plant._toe_pitch` (and the fast path's `batch._toe_pitch`, row by row): the turn about the ankle
+    that raises the toe by what it needs beyond the heel, none when the heel needs as much, at most
+    MAX_PITCH."""
+    batch = harness.module("core.batch")
+    up = Vector((0.0, 0.0, 1.0))
+    heel, toe = Vector((0.0, -0.03, -0.08)), Vector((0.0, 0.22, -0.08))
+    turn = plant._toe_pitch(heel, toe, 0.0, 0.05, up)
+    raised = (turn @ toe).z - toe.z
+    assert abs(raised - 0.05) < 0.01  # the toe rises by what it needed (the heel dips a little)
+    assert (turn @ heel).z <= heel.z + 1e-12
+    assert plant._toe_pitch(heel, toe, 0.05, 0.05, up) is None
+    assert plant._toe_pitch(heel, toe, 0.1, 0.0, up) is None
+    steep = plant._toe_pitch(heel, toe, 0.0, 5.0, up)
+    assert abs(steep.angle - plant.MAX_PITCH) < 1e-6  # mathutils works in float32
+    rows = [(0.0, 0.05), (0.05, 0.05), (0.0, 5.0), (-np.inf, 0.05)]
+    q, has = batch._toe_pitch(np.tile(np.array(heel), (4, 1)), np.tile(np.array(toe), (4, 1)),
+                              np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.tile(np.array(up), (4, 1)))
+    assert has.tolist() == [True, False, True, False]
+    for i in (0, 2):
+        one = plant._toe_pitch(heel, toe, rows[i][0], rows[i][1], up)
+        assert np.allclose(q[i], np.array(one), atol=1e-6)
