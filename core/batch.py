@@ -684,6 +684,9 @@ class BatchRig:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
         and leg length."""
         assert self.terrain is not None
+        leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
+        if np.all(up == up[0]) and np.all(leg == leg[0]):  # the usual case: one field for every row
+            return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
         keys = np.column_stack((np.round(up, 12), [float(f"{v:.6g}") for v in leg]))
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)

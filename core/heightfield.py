@@ -200,16 +200,17 @@ class ClearanceField:
         tile = i // CLEAR_TILE
         local = i - tile * CLEAR_TILE
         out = np.full(len(q), -np.inf)
-        keys, inv = np.unique(tile[ok], axis=0, return_inverse=True)
         rows = np.flatnonzero(ok)
-        for g, (ti, tj) in enumerate(keys):
-            a = self.tiles.get((int(ti), int(tj)))
-            if a is None:
-                a = self.tiles[(int(ti), int(tj))] = self._tile(int(ti), int(tj))
-            sel = rows[inv.ravel() == g]
-            x, y = local[sel, 0], local[sel, 1]
-            fx, fy = f[sel, 0], f[sel, 1]
-            out[sel] = ((a[x, y] * (1 - fx) + a[x + 1, y] * fx) * (1 - fy)
-                        + (a[x, y + 1] * (1 - fx) + a[x + 1, y + 1] * fx) * fy)
+        if len(rows):
+            keys, inv = np.unique(tile[rows], axis=0, return_inverse=True)
+            for ti, tj in keys:
+                if (int(ti), int(tj)) not in self.tiles:
+                    self.tiles[(int(ti), int(tj))] = self._tile(int(ti), int(tj))
+            stack = np.stack([self.tiles[(int(ti), int(tj))] for ti, tj in keys])  # (tiles, T + 1, T + 1)
+            g = inv.ravel()
+            x, y = local[rows, 0], local[rows, 1]
+            fx, fy = f[rows, 0], f[rows, 1]
+            out[rows] = ((stack[g, x, y] * (1 - fx) + stack[g, x + 1, y] * fx) * (1 - fy)
+                         + (stack[g, x, y + 1] * (1 - fx) + stack[g, x + 1, y + 1] * fx) * fy)
         out = np.where(out > -1e29, out, -np.inf)
         return out.reshape(shape)
