@@ -444,24 +444,34 @@ def _place(mw: Matrix, cs: list[Any], terrain: Terrain, up: Vector, leg: float) 
     keep = r <= FOOT_SHIFT * leg + 1e-12
     order = np.lexsort((-kx[keep], r[keep]))  # nearest first, forward first among equals
     kx, ky = kx[keep][order], ky[keep][order]
-    shifts = axis[:, None] * kx[None, :, None] + side[:, None] * ky[None, :, None]  # (C, K, 3)
-    pts = grid[:, None] + shifts[:, :, None, None]  # (C, K, S, 3, 3)
     low, high = terrain.extent(up)
-    flat = pts.reshape(-1, 3)
-    flat = flat + u * (0.5 * (low + high) - flat @ u)[:, None]
-    hits = terrain.down_rays(up).cast(flat, np.full(len(flat), 0.5 * (high - low) + leg))
-    hh = np.where(hits.hit, hits.height, np.nan).reshape(pts.shape[:4])
-    jump = np.maximum(np.abs(np.diff(hh, axis=2)).max((2, 3)), np.abs(np.diff(hh, axis=3)).max((2, 3)))
-    level = np.isfinite(jump) & (jump <= FOOT_EDGE * leg)  # (C, K), nan (a miss) is not level
-    # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
-    own = lock @ m[:3, :3].T + m[:3, 3]
-    own = own + u * (0.5 * (low + high) - own @ u)[:, None]
-    under = terrain.down_rays(up).cast(own, np.full(len(own), 0.5 * (high - low) + leg))
-    mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)  # level: every point hit
-    same = level & (np.abs(mean - np.where(under.hit, under.height, np.nan)[:, None]) <= FOOT_EDGE * leg)
-    level = np.where(same.any(1)[:, None], same, level)
-    first = np.where(level.any(1), level.argmax(1), 0)
-    move = np.where((has & ~level[:, 0] & level.any(1))[:, None], shifts[np.arange(len(cs)), first], 0.0)
+    rays = terrain.down_rays(up)
+
+    def heights(pts: np.ndarray) -> np.ndarray:
+        """The highest terrain under points (..., 3), nan where none."""
+        flat = pts.reshape(-1, 3)
+        flat = flat + u * (0.5 * (low + high) - flat @ u)[:, None]
+        hits = rays.cast(flat, np.full(len(flat), 0.5 * (high - low) + leg))
+        return np.where(hits.hit, hits.height, np.nan).reshape(pts.shape[:-1])
+
+    def is_level(hh: np.ndarray) -> np.ndarray:
+        """Footprints (..., S, 3) with no step between neighbouring samples; one with a miss is not level."""
+        jump = np.maximum(np.abs(np.diff(hh, axis=-2)).max((-2, -1)), np.abs(np.diff(hh, axis=-1)).max((-2, -1)))
+        return np.isfinite(jump) & (jump <= FOOT_EDGE * leg)
+
+    move = np.zeros((len(cs), 3))
+    todo = np.flatnonzero(has & ~is_level(heights(grid)))  # only footprints on a step edge are searched
+    if len(todo):
+        shifts = axis[todo, None] * kx[None, :, None] + side[todo, None] * ky[None, :, None]  # (C', K, 3)
+        hh = heights(grid[todo, None] + shifts[:, :, None, None])  # (C', K, S, 3)
+        level = is_level(hh)
+        # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
+        under = heights(lock[todo] @ m[:3, :3].T + m[:3, 3])
+        mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)
+        same = level & (np.abs(mean - under[:, None]) <= FOOT_EDGE * leg)
+        level = np.where(same.any(1)[:, None], same, level)
+        first = level.argmax(1)
+        move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
     return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]
 
 
