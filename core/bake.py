@@ -223,15 +223,7 @@ class BakeJob:
     def cancel(self) -> None:
         """Stop: nothing was written; the frame and live preview are as they were (its frame cache, dropped
         when the bake began, is built again)."""
-        objs = [r.obj for r in self.rigs if r.obj.name in self.was_live]
-        if objs:
-            for name in self.was_live:
-                live.live_rigs.add(name)
-            try:
-                live.precompute_all(objs, self.scene)
-            except Exception:  # the frame-by-frame preview still works without it
-                log.debug("rebuilding the live preview's frame cache failed", exc_info=True)
-        self._restore()
+        self._restore(rebuild=True)
 
     def finish(self) -> list[BakeReport]:
         if self.done < len(self.frames):
@@ -248,9 +240,15 @@ class BakeJob:
         self._restore()
         return reports
 
-    def _restore(self) -> None:
+    def _restore(self, rebuild: bool = False) -> None:
         for name in self.was_live:
             live.live_rigs.add(name)
+        objs = [r.obj for r in self.rigs if r.obj.name in self.was_live]
+        if rebuild and objs:
+            try:
+                live.precompute_all(objs, self.scene)
+            except Exception:  # the frame-by-frame preview still works without it
+                log.debug("rebuilding the live preview's frame cache failed", exc_info=True)
         self.scene.frame_set(self.saved_frame)
 
 

@@ -31,11 +31,13 @@ from .plant import (
     PLANE_EPS,
     REACH_MARGIN,
     STRAIGHT,
+    SWING_LIFT,
     clearance_extra,
     heel_local,
     limb_is_usable,
     placed_locks,
     rest_leg_length,
+    smoothstep,
 )
 from .plant import (
     _bone_names as _names,
@@ -97,7 +99,7 @@ def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_nee
     flat = lambda v: v - up * np.einsum("ni,ni->n", v, up)[:, None]  # noqa: E731
     reach = np.einsum("ni,ni->n", flat(toe), d) + np.maximum(0.0, -np.einsum("ni,ni->n", flat(heel), d))
     both = np.isfinite(heel_need) & np.isfinite(toe_need)  # a ray that missed has no need (-inf)
-    gap = np.where(both, np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0), 0.0)
+    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
     has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = np.cross(d, up)
@@ -510,7 +512,8 @@ class BatchRig:
         offset = np.zeros(n)
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
-            support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)  # `plant.support_ground`
+            # `plant.plant_rig`: the mean of the feet's support (the terrain under the body where unplanned).
+            support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)
             offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
@@ -543,9 +546,9 @@ class BatchRig:
         f0, f1 = frame[:, s[lb.chain[0]]], frame[:, s[lb.chain[1]]]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
         ankle = world[:, s[lb.end], :3, 3]
-        fk_ankle = ankle
         leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
         leg = np.maximum(leg, 1e-12)
+        ext = np.linalg.norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
         reach = lb.ray_length * world_scale if lb.ray_length > 0.0 else leg
         end_frame = frame[:, s[lb.end]]
         soles = [xform(end_frame, lb.heel)]
@@ -617,8 +620,6 @@ class BatchRig:
                     # `plant._plan_foot`: a lifted foot keeps clear of the terrain around it.
                     rest = lb.rest_length * world_scale
                     rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
-                    from .plant import SWING_LIFT, smoothstep
-
                     gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
                     extra = lk["swing"] * gate * clearance_extra(rise, rest)
                 deficits.append(np.where(below.hit, bh + extra + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up),
@@ -649,8 +650,6 @@ class BatchRig:
                 overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
             over = np.max(np.stack(overs, 1), 1)
             under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-            from .plant import SWING_LIFT, smoothstep
-
             w = ramp * smoothstep(lifted[idx] / (SWING_LIFT * leg[idx]))
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
@@ -659,7 +658,6 @@ class BatchRig:
         # under its animated height, faded into the terrain under the body without contacts around.
         held = np.minimum(1.0, w_all)
         support = held * (ground_support - (lifted - clearance)) + (1.0 - held) * window
-        ext = np.linalg.norm(fk_ankle - hip, axis=1) / leg  # how straight the animation has the leg
         return planned, target, rotation, hip, leg, ext, support
 
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
@@ -688,7 +686,7 @@ class BatchRig:
         if np.all(up == up[0]) and np.all(leg == leg[0]):  # the usual case: one field for every row
             return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
-        keys = np.column_stack((np.round(up, 12), [float(f"{v:.6g}") for v in leg]))
+        keys = np.column_stack((np.round(up, 12), leg))  # `Terrain.clearance` rounds them for its cache
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
         for g, key in enumerate(uniq):
             sel = np.flatnonzero(inv.ravel() == g)
@@ -698,7 +696,7 @@ class BatchRig:
     def _swing_line(self, rows, a, b, ga, gb, t, gap, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
         direction, length, h0, h1, lift, ramp), one entry per row."""
-        from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window, smoothstep
+        from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window
 
         path = b - a
         plen = np.linalg.norm(path, axis=1)

@@ -178,8 +178,8 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
     c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
     # The footprint's ends: the heel and toe tip farthest back and forward along the foot over the contact
-    # (a foot rolling onto its toes or turning still keeps all of it on one level).
-    # Relative to the ankle on each frame: where heel and toe are when the ankle stays at the lock point.
+    # (a foot rolling onto its toes or turning still keeps all of it on one level), each relative to the
+    # ankle on its frame: where they are when the ankle stays at the lock point.
     ankle = d["ankle"][a:b + 1]
     heel, toe = d["heel"][a:b + 1] - ankle, d["toe"][a:b + 1] - ankle
     axis = toe.mean(axis=0) - heel.mean(axis=0)

@@ -75,9 +75,7 @@ class Terrain:
         from .heightfield import ClearanceField
 
         key = ("clearance", float(f"{leg:.6g}")) + tuple(round(float(c), 12) for c in up)
-        if key not in self._down:
-            self._down[key] = ClearanceField(self.down_rays(up), key[1])
-        return self._down[key]
+        return self.memo(key, lambda: ClearanceField(self.down_rays(up), key[1]))
 
     def ray(self, origin: Vector, direction: Vector, distance: float) -> Optional[Hit]:
         location, normal, _index, _dist = self.tree.ray_cast(origin, direction, distance)

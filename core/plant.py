@@ -5,7 +5,7 @@ up axis) maps onto the terrain. Each foot keeps its animated height above the fl
 above the terrain under it, so a planted foot rests on the surface and a swinging foot keeps its
 clearance; no sole point (heel, and toe tip when there is a toe bone) ends below the surface. The
 foot turns toward the ground normal while near the ground. The pelvis follows the ground the feet
-stand on or travel between (`support_ground`: from their contacts, so stairs give a step-by-step rise;
+stand on or travel between (`_FootPlan.support`: from their contacts, so stairs give a step-by-step rise;
 the terrain under the body, averaged over a disk the size of a stride, for a foot without contacts
 around) and drops, gradually (`soft_reach_drop`), where a leg could not otherwise reach or would be
 straighter than animated. A lifted foot keeps clear of the terrain around it
@@ -173,7 +173,8 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
 
     offset = 0.0
     if pelvis and settings.body_follow and plans:
-        offset = soft_reach_drop(support_ground(window, [p.support for p in plans]), plans, up)
+        # The pelvis's ground: the mean of the ground each foot stands on or travels between.
+        offset = soft_reach_drop(sum(p.support for p in plans) / len(plans), plans, up)
         _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
     result.pelvis_offset = offset
@@ -219,7 +220,7 @@ class _FootPlan:
     target: Vector
     rotation: Optional[Quaternion]
     reach: float
-    support: Optional[float] = None  # the ground from the foot's contacts around (None: it has none)
+    support: float = 0.0  # the pelvis's ground from this foot (see `_plan_foot`)
     extension: float = 1.0  # hip to ankle over the leg's length, as animated
 
 
@@ -274,7 +275,8 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     from .batch import object_moves
     from .contacts import lock_at
 
-    placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest_leg_length(obj, names))
+    rest = rest_leg_length(obj, names)
+    placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest)
     lock = lock_at(limb, timing[0], timing[1], placed)
     arc: Optional[SwingLine] = None
     if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
@@ -318,7 +320,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
             allowed = min(angle, limb.max_align_angle)
             tilt = Quaternion().slerp(full, contact * allowed / angle)
     target = ankle + up * ground
-    field_ = terrain.clearance(up, rest_leg_length(obj, names)) if lock.swing > 0.0 else None
+    field_ = terrain.clearance(up, rest) if lock.swing > 0.0 else None
 
     def deficits_of(moved: list[Vector]) -> list[Optional[float]]:
         """How far each sole point must rise to stand its height above the ground under it (None: missed)."""
@@ -333,7 +335,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 # A lifted foot keeps clear of the terrain around it, not only of the point under it.
                 gate = max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
                 extra = lock.swing * gate * float(clearance_extra(field_.height(np.asarray(p)) - base.dot(up) - below[0],
-                                                                  rest_leg_length(obj, names)))
+                                                                  rest))
             out.append(below[0] + extra + max(0.0, h) - (p - base).dot(up))
         return out
 
@@ -598,13 +600,6 @@ def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, l
         if hit is not None:
             heights.append(hit[0])
     return sum(heights) / len(heights) if heights else None
-
-
-def support_ground(window: float, feet: list[Optional[float]]) -> float:
-    """The pelvis's ground: the mean of the ground each foot stands on or travels between (from its
-    contacts: step by step on stairs; `_FootPlan.support`), the terrain under the body (`window`) for a
-    foot without."""
-    return sum(window if g is None else g for g in feet) / len(feet) if feet else window
 
 
 # The pelvis starts to drop before a leg reaches its limit: the drop is the mean of those for limits up
