@@ -20,11 +20,11 @@ import bpy
 import numpy as np
 
 from ..properties import settings
-from . import anim, checks, live
+from . import anim, batch, checks, live
 from .contacts import fps_of
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
-from .plant import RigResult, limb_is_usable, plant_rig
+from .plant import RigResult, limb_is_usable, plant_rig, rest_leg_length
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ class RigBake:
     action: Optional[bpy.types.Action] = None
     batch: Any = None  # a `batch.BatchRig` when the fast path covers this rig
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
+    # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
+    pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
 
 
 @dataclass
@@ -172,41 +174,79 @@ class BakeJob:
             for c in r.channels:
                 if c.data_path not in keyed:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
-        from . import batch
-
         for r in self.rigs:
             if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
                 r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames), self.frames[0], fps_of(self.scene))
         self._slow = any(r.batch is None for r in self.rigs)
+        # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset of every frame, so
+        # that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) applies to them too.
+        self.total = len(self.frames) * (2 if self._slow else 1)
         self.done = 0
 
     @property
     def progress(self) -> float:
-        return self.done / len(self.frames)
+        return self.done / self.total
 
     def step(self, count: int) -> bool:
-        """Bake the next `count` frames; True when every frame is baked."""
+        """Bake the next `count` frames (of both sweeps, for rigs baked frame by frame); True when done."""
         scene = self.scene
-        last = min(self.done + count, len(self.frames))
+        n = len(self.frames)
+        last = min(self.done + count, self.total)
         for rig in self.rigs:
-            _reserve(rig, last, len(self.frames))
-        for i in range(self.done, last):
+            _reserve(rig, min(last, n), n)
+        for u in range(self.done, last):
+            first_sweep = self._slow and u < n
+            i = u % n
             scene.frame_set(self.frames[i])
             depsgraph = bpy.context.evaluated_depsgraph_get() if self._slow else None
             for rig in self.rigs:
                 if rig.batch is not None:
-                    rig.batch.read(i)
+                    if u < n:
+                        rig.batch.read(i)
+                elif first_sweep:
+                    self._pelvis_of_frame(rig, i, depsgraph)
                 else:
                     self._bake_frame(rig, i, depsgraph)
-            self.done = i + 1
-        return self.done >= len(self.frames)
+            self.done = u + 1
+            if first_sweep and self.done == n:
+                for rig in self.rigs:
+                    if rig.pelvis is not None:
+                        offset, moved, step = rig.pelvis
+                        rig.pelvis = (batch.pelvis_speed_limit(offset, moved, step), moved, step)
+        return self.done >= self.total
+
+    def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
+        """The first sweep of a frame-by-frame bake: this frame's own pelvis offset, nothing written."""
+        obj = rig.obj
+        s = settings(obj)
+        have = 0 if rig.pelvis is None else len(rig.pelvis[0])
+        if row >= have:  # grown a chunk at a time, like the baked values (`_reserve`)
+            size = min(len(self.frames), max(row + 1, have + ROWS_CHUNK, 2 * have))
+            grown = (np.zeros(size), np.zeros(size, dtype=bool), np.full(size, np.inf))
+            if rig.pelvis is not None:
+                for new, old in zip(grown, rig.pelvis):
+                    new[:have] = old
+            rig.pelvis = grown
+        if rig.terrain is None or rig.pelvis is None:
+            return
+        result = plant_rig(obj, s, rig.terrain, depsgraph, frame=self.frames[row], dry=True)
+        offset, moved, step = rig.pelvis
+        offset[row], moved[row] = result.pelvis_offset, result.pelvis_moved
+        feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(obj, lb)]
+        fps = fps_of(self.scene)
+        if feet and fps > 0.0:
+            leg = max(rest_leg_length(obj, [b.bone for b in lb.bones if b.bone]) for lb in feet)
+            step[row] = batch.PELVIS_SPEED * leg / fps
 
     def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
         obj = rig.obj
         bones = obj.pose.bones
         before = [tuple(getattr(bones[c.bone], c.prop)) for c in rig.channels]
         if rig.terrain is not None or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
-            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row])
+            offset = None
+            if rig.pelvis is not None and rig.pelvis[1][row]:
+                offset = float(rig.pelvis[0][row])
+            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], pelvis_offset=offset)
         else:
             result = RigResult()
         col = 0
@@ -226,8 +266,8 @@ class BakeJob:
         self._restore(rebuild=True)
 
     def finish(self) -> list[BakeReport]:
-        if self.done < len(self.frames):
-            self.step(len(self.frames) - self.done)
+        if self.done < self.total:
+            self.step(self.total - self.done)
         reports = []
         for rig in self.rigs:
             if rig.batch is not None:

@@ -49,6 +49,39 @@ if TYPE_CHECKING:
     from .ground import Terrain
 
 
+# The pelvis never moves faster than this (x leg length per second) for the ground: where the frame-by-frame
+# offset (`plant.soft_reach_drop`) would, it moves earlier and lower instead (`pelvis_speed_limit`). A
+# person climbing stairs lifts the pelvis about 0.3 leg per second; a swing foot's target that jumps, or a
+# leg handing the body to the other at lift-off, would otherwise jerk the body and the standing knee.
+PELVIS_SPEED = 0.8
+
+
+def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
+    the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
+    It depends on every frame: the bake and live preview's frame cache apply it, the frame-by-frame
+    fallback (`plant.plant_rig`) cannot."""
+    y = np.where(moved, offset, np.inf).astype(np.float64)
+    st = np.broadcast_to(np.asarray(step, dtype=np.float64), y.shape)
+    for i in range(1, len(y)):
+        if y[i - 1] + st[i] < y[i]:
+            y[i] = y[i - 1] + st[i]
+    for i in range(len(y) - 2, -1, -1):
+        if y[i + 1] + st[i] < y[i]:
+            y[i] = y[i + 1] + st[i]
+    return np.where(moved & np.isfinite(y), y, offset)
+
+
+@dataclass
+class _Staged:
+    """One chunk's foot plans and pelvis offset, between `BatchRig._stage` and `_finish`."""
+
+    plans: list[Any]
+    offset: np.ndarray
+    moved: np.ndarray
+    step: Any
+
+
 def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: np.ndarray,
                    foot: bool) -> np.ndarray:
     """`plant.fk_plane_pole` over arrays (NaN rows where there is none: the solver then ignores them)."""
@@ -456,11 +489,25 @@ class BatchRig:
     # -- the computation
 
     def compute(self, chunk: int = 1024) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
-        """Per driven bone and channel: (values (N, size), written (N,) bool). Frames are independent, so
-        they are computed in chunks: memory stays bounded however long the bake."""
-        parts = []
-        for start in range(0, self.frames, chunk):
-            parts.append(self._slice(slice(start, min(self.frames, start + chunk)))._compute())
+        """Per driven bone and channel: (values (N, size), written (N,) bool). Computed in chunks, so memory
+        stays bounded however long the bake: first every chunk's targets and pelvis offset, then the
+        pelvis's speed limit over all frames at once (`pelvis_speed_limit`), then the solves."""
+        slices = [self._slice(slice(start, min(self.frames, start + chunk))) for start in range(0, self.frames, chunk)]
+        staged = [part._stage() for part in slices]
+        self.pelvis_delta = None
+        if self.pelvis >= 0 and PELVIS_SPEED > 0.0:
+            raw = np.concatenate([st.offset for st in staged])
+            moved = np.concatenate([st.moved for st in staged])
+            step = np.concatenate([st.step for st in staged])
+            offset = pelvis_speed_limit(raw, moved, step)
+            # What the limit changed, per frame (never above 0): live preview's frame-by-frame fallback
+            # applies it while the frame cache is rebuilt (`handlers.caches.pelvis`).
+            self.pelvis_delta = np.where(moved, offset - raw, 0.0)
+            at = 0
+            for st in staged:
+                st.offset = offset[at:at + len(st.offset)]
+                at += len(st.offset)
+        parts = [part._finish(st) for part, st in zip(slices, staged)]
         if len(parts) == 1:
             return parts[0]
         return {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
@@ -481,24 +528,15 @@ class BatchRig:
             part.limbs.append(c)
         return part
 
-    def _compute(self) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    def _stage(self) -> _Staged:
+        """Every foot's target and the pelvis offset, frame by frame (before the pelvis's speed limit)."""
         n = self.frames
         mw = self.mw
         up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
         base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor
         world_scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
-        slot = self.slot
-        sinv = np.zeros(self.scale.shape[:2] + (4, 4))
-        safe = np.where((self.scale != 0.0) & np.isfinite(self.scale), self.scale, 1.0)
-        for axis in range(3):
-            sinv[..., axis, axis] = 1.0 / safe[..., axis]
-        sinv[..., 3, 3] = 1.0
-        arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
-        self.arm = arm
-        world = mw[:, None] @ arm  # (N, k, 4, 4)
-        frame = world if np.all(self.scale == 1.0) else world @ sinv  # `rig.bone_frame` of every used bone
-        rots = np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
-                         for j, m in enumerate(self.modes)], 1)
+        frame, _rots = self._frames()
+        world = mw[:, None] @ self.arm  # (N, k, 4, 4)
 
         feet = [lb for lb in self.limbs if lb.kind == "FOOT"]
         window = np.zeros(n)
@@ -515,12 +553,25 @@ class BatchRig:
             # `plant.plant_rig`: the mean of the feet's support (the terrain under the body where unplanned).
             support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)
             offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
+        step = np.full(n, np.inf)
+        if feet and self.fps > 0.0:
+            step = PELVIS_SPEED * max(lb.rest_length for lb in feet) * world_scale / self.fps
+        return _Staged(plans, offset, moved, step)
+
+    def _finish(self, staged: _Staged) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        """The pelvis moved by its offset and every limb solved (`plant_rig`'s solves)."""
+        n = self.frames
+        mw = self.mw
+        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
+        frame, rots = self._frames()
+        arm = self.arm
+        plans, offset, moved = staged.plans, staged.offset, staged.moved
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
 
         out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         pbs = self.obj.pose.bones
         if self.pelvis >= 0:
-            p = slot[self.pelvis]
+            p = self.slot[self.pelvis]
             basis = np.zeros((n, 4, 4))
             basis[:, :3, :3] = qmat(rots[:, p]) * self.scale[:, p][:, None, :]
             basis[:, :3, 3] = self.loc[:, p]
@@ -540,6 +591,23 @@ class BatchRig:
             self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
                         np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
         return out
+
+    def _frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """`rig.bone_frame` of every used bone (N, k, 4, 4) and their rotation channels as quaternions
+        (N, k, 4); sets `arm`, the bones' armature-space matrices."""
+        mw = self.mw
+        sinv = np.zeros(self.scale.shape[:2] + (4, 4))
+        safe = np.where((self.scale != 0.0) & np.isfinite(self.scale), self.scale, 1.0)
+        for axis in range(3):
+            sinv[..., axis, axis] = 1.0 / safe[..., axis]
+        sinv[..., 3, 3] = 1.0
+        arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
+        self.arm = arm
+        world = mw[:, None] @ arm
+        frame = world if np.all(self.scale == 1.0) else world @ sinv
+        rots = np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
+                         for j, m in enumerate(self.modes)], 1)
+        return frame, rots
 
     def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale, window):  # type: ignore[no-untyped-def]
         s = self.slot
@@ -704,11 +772,9 @@ class BatchRig:
         a, ga, gb, t, plen = a[idx], ga[idx], gb[idx], t[idx], plen[idx]
         path, u, lg = path[idx], up[idx], leg[idx]
         direction = path / plen[:, None]
-        exts = []
-        for p in soles:
-            d = p[idx] - ankle[idx]
-            exts.append(np.linalg.norm(d - u * np.einsum("ni,ni->n", d, u)[:, None], axis=1))
-        ext = np.max(np.stack(exts, 1), 1)
+        along = np.stack([np.einsum("ni,ni->n", p[idx] - ankle[idx], direction) for p in soles], 1)
+        front = np.maximum(0.0, along.max(1)) / plen  # `plant._swing_line`: the foot's extent along the path
+        back = np.maximum(0.0, -along.min(1)) / plen
         here = np.clip(np.einsum("ni,ni->n", ankle[idx] - a, direction) / plen, 0.0, 1.0)
         width = ARC_WIDTH * lg
         base_h = np.einsum("ni,ni->n", base[idx], u)
@@ -718,14 +784,13 @@ class BatchRig:
         need = np.zeros(len(idx))
         for k in range(1, ARC_SAMPLES + 1):
             tau = k / (ARC_SAMPLES + 1)
-            centre = a + path * tau
-            near = arc_window((here - tau) * plen / width)
-            for q, x in ((centre, tau), (centre + direction * ext[:, None], tau + ext / plen)):
-                line = ga + (gb - ga) * x  # the line at the sample's own place
-                start = q + u * (base_h + top - rc - np.einsum("ni,ni->n", q, u))[:, None]  # rays from `top` down
-                hit = self._cast(start, rc, u)
-                hh = hit.height - base_h
-                need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
+            near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)
+            q = a + path * tau
+            line = ga + (gb - ga) * tau  # the line at the sample's own place
+            start = q + u * (base_h + top - rc - np.einsum("ni,ni->n", q, u))[:, None]  # rays from `top` down
+            hit = self._cast(start, rc, u)
+            hh = hit.height - base_h
+            need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
         return idx, a, direction, plen, ga, gb, need, arc_ramp(t, gap[idx]) * smoothstep(plen / (ARC_PATH * lg))
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]

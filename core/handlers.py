@@ -20,11 +20,17 @@ class Caches:
         self.terrain = TerrainCache()
         self.rigs: dict[str, Any] = {}
         self.frames: dict[str, Any] = {}  # live preview's per-rig frame caches (`live.FrameCache`)
+        # Per rig: (first frame, per-frame change) made by the pelvis's speed limit when its frame cache was
+        # last built (`batch.pelvis_speed_limit`). The limit needs every frame, so live preview's frame-by-frame
+        # fallback, which runs while an edit's frame cache is rebuilt, applies the last one: exact when nothing
+        # it depends on changed (undo, redo, an edit elsewhere); otherwise the cache is back a moment later.
+        self.pelvis: dict[str, tuple[int, Any]] = {}
 
     def reset(self) -> None:
         self.terrain.reset()
         self.rigs.clear()
         self.frames.clear()
+        self.pelvis.clear()
 
 
 caches = Caches()
@@ -81,7 +87,7 @@ def _forget_removed() -> None:
     names = {o.name for o in bpy.data.objects}
     for name in [n for n in live.live_rigs if n not in names]:
         live.live_rigs.discard(name)
-    for cache in (caches.rigs, caches.frames):
+    for cache in (caches.rigs, caches.frames, caches.pelvis):
         for name in [n for n in cache if n not in names]:
             del cache[name]
 

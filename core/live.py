@@ -151,7 +151,13 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     names = {b.bone for lb in s.limbs for b in lb.bones if b.bone} | {lb.end_bone for lb in s.limbs if lb.end_bone}
     names.add(s.pelvis_bone)
     before = {n: _channels(bones[n]) for n in names if n in bones}
-    result = plant_rig(obj, s, terrain, depsgraph)
+    shift = 0.0
+    delta = caches.pelvis.get(obj.name)  # the pelvis's speed limit as the last frame cache had it
+    if delta is not None:
+        i = depsgraph.scene.frame_current - delta[0]
+        if 0 <= i < len(delta[1]):
+            shift = float(delta[1][i])
+    result = plant_rig(obj, s, terrain, depsgraph, pelvis_shift=shift)
     for name in set(result.written):
         after = _channels(bones[name])
         for prop, old, new in zip(PROPS, before[name], after):
@@ -340,6 +346,8 @@ def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> 
                             np.ascontiguousarray(np.stack([values[key] for key in keys], axis=1)))
     cache = FrameCache(start, end, values, fk, blocks, len(index), sorted({key[0] for key in values}))
     caches.frames[obj.name] = cache
+    if getattr(rig, "pelvis_delta", None) is not None:
+        caches.pelvis[obj.name] = (start, rig.pelvis_delta.copy())
     return cache
 
 

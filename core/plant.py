@@ -41,7 +41,7 @@ BODY_RADIUS = 0.6
 # A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
 PLANE_EPS = 0.01
 # How far (x leg length) the knee's pole leans toward where the foot points, so a straight leg has one.
-FORWARD_BIAS = 0.02
+FORWARD_BIAS = 0.05
 # A knee bent less than this (x leg length) off the hip-ankle line counts as nearly straight.
 STRAIGHT = 0.1
 
@@ -57,6 +57,7 @@ class LimbResult:
 @dataclass
 class RigResult:
     pelvis_offset: float = 0.0
+    pelvis_moved: bool = False
     limbs: list[LimbResult] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
 
@@ -130,10 +131,16 @@ def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool
 
 
 def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,
-              depsgraph: Optional[bpy.types.Depsgraph] = None, frame: Optional[float] = None) -> RigResult:
+              depsgraph: Optional[bpy.types.Depsgraph] = None, frame: Optional[float] = None,
+              dry: bool = False, pelvis_offset: Optional[float] = None, pelvis_shift: float = 0.0) -> RigResult:
     """Solve every enabled limb of `obj` for its pose evaluated in `depsgraph` (a render's, a bake's or the
     viewport's; None reads the original object, which the active depsgraph keeps evaluated) at `frame`
-    (the scene's current one by default) and write the rotations to the original bones."""
+    (the scene's current one by default) and write the rotations to the original bones.
+
+    `dry`: write nothing, only find the pelvis offset (`RigResult.pelvis_offset`, and `pelvis_moved`).
+    `pelvis_offset`: use this offset instead of this frame's own (the bake's, after the pelvis's speed
+    limit over all frames, `batch.pelvis_speed_limit`). `pelvis_shift`: added to this frame's own offset
+    (what that limit did to this frame when it was last computed: live preview's fallback)."""
     import bpy
 
     from .contacts import fps_of
@@ -175,8 +182,15 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
     if pelvis and settings.body_follow and plans:
         # The pelvis's ground: the mean of the ground each foot stands on or travels between.
         offset = soft_reach_drop(sum(p.support for p in plans) / len(plans), plans, up)
+        result.pelvis_moved = True
+        if dry:
+            result.pelvis_offset = offset
+            return result
+        offset = pelvis_offset if pelvis_offset is not None else offset + pelvis_shift
         _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
+    if dry:
+        return result
     result.pelvis_offset = offset
     shift = up * offset if pelvis else Vector()
 
@@ -561,7 +575,9 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
         return None
     plen = path.length
     direction = path / plen
-    ext = max(((p - ankle) - up * (p - ankle).dot(up)).length for p in soles)
+    # The foot's extent along the path, heel to toe, relative to the ankle.
+    front = max(0.0, max((p - ankle).dot(direction) for p in soles)) / plen
+    back = max(0.0, max(-(p - ankle).dot(direction) for p in soles)) / plen
     here = min(1.0, max(0.0, (ankle - a).dot(direction) / plen))
     width = ARC_WIDTH * leg
     # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
@@ -570,16 +586,17 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
     level = base.dot(up) + top
     need = 0.0
     for k in range(1, ARC_SAMPLES + 1):
+        # Samples fixed along the path, each weighted by its distance to the foot (heel to toe): the lift
+        # changes as smoothly as the foot moves, never by a sample crossing a step edge.
         tau = k / (ARC_SAMPLES + 1)
-        centre = a + path * tau
-        near = float(arc_window((here - tau) * plen / width))
+        near = float(arc_window(max(0.0, tau - here - front, here - back - tau) * plen / width))
         if near <= 0.0:
             continue
-        for q, x in ((centre, tau), (centre + direction * ext, tau + ext / plen)):
-            line = ha[0] + (hb[0] - ha[0]) * x  # the line at the sample's own place
-            hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
-            if hit is not None:
-                need = max(need, (hit[0] - line) * near)
+        q = a + path * tau
+        line = ha[0] + (hb[0] - ha[0]) * tau  # the line at the sample's own place
+        hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
+        if hit is not None:
+            need = max(need, (hit[0] - line) * near)
     return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t, lock.gap) * smoothstep(plen / (ARC_PATH * leg))))
 
 
