@@ -43,7 +43,7 @@ PLANE_EPS = 0.01
 # How far (x leg length) the knee's pole leans toward where the foot points, so a straight leg has one.
 FORWARD_BIAS = 0.05
 # A knee bent less than this (x leg length) off the hip-ankle line counts as nearly straight.
-STRAIGHT = 0.1
+STRAIGHT = 0.2
 
 
 @dataclass
