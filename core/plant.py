@@ -367,10 +367,12 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         # between), not above the terrain right under it: a step edge passing under the foot does not
         # move it. A sole point that would still go through the terrain lifts the foot further. Faded in
         # and out at the swing's ends (ARC_RAMP), and while the animation still has the sole on its floor
-        # (SWING_LIFT: a toe pivoting at lift-off stays on the terrain under it).
+        # (SWING_LIFT: a toe pivoting at lift-off stays on the terrain under it), though no longer once
+        # the foot is well clear of its contacts in time (`Lock.free`): a sole the animation brushes on
+        # its floor in mid-air does not switch the foot between the line and the terrain under it.
         over = max(arc.height(p) + max(0.0, h) - (p - base).dot(up) for p, h in zip(moved, heights))
         under_only = max(deficits) if deficits else over
-        w = arc.ramp * float(smoothstep(lifted / (SWING_LIFT * leg)))
+        w = arc.ramp * max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
         deficits.append(w * over + (1.0 - w) * under_only)
     if deficits:
         target = target + up * max(deficits)
