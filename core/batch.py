@@ -61,14 +61,17 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) 
     the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
     It depends on every frame: the bake and live preview's frame cache apply it, the frame-by-frame
     fallback (`plant.plant_rig`) cannot."""
-    y = np.where(moved, offset, np.inf).astype(np.float64)
-    st = np.broadcast_to(np.asarray(step, dtype=np.float64), y.shape)
-    for i in range(1, len(y)):
-        if y[i - 1] + st[i] < y[i]:
-            y[i] = y[i - 1] + st[i]
-    for i in range(len(y) - 2, -1, -1):
-        if y[i + 1] + st[i] < y[i]:
-            y[i] = y[i + 1] + st[i]
+    x = np.where(moved, offset, np.inf).astype(np.float64)
+    st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
+    if len(x) < 2 or not np.isfinite(st).all():
+        return offset
+    # st[i] is the step from row i-1 to row i. Forward, y[i] = min(x[i], y[i-1] + st[i]): with S the running
+    # sum of the steps, y = S + cummin(x - S). Backward, y[i] = min(y[i], y[i+1] + st[i+1]): the same from the
+    # end, with T the sum of the steps after row i. Together: y[i] = min over j of x[j] + |S[i] - S[j]|.
+    s = np.concatenate(([0.0], np.cumsum(st[1:])))
+    y = s + np.minimum.accumulate(x - s)
+    t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
+    y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
     return np.where(moved & np.isfinite(y), y, offset)
 
 

@@ -8,7 +8,9 @@ foot turns toward the ground normal while near the ground. The pelvis follows th
 stand on or travel between (`_FootPlan.support`: from their contacts, so stairs give a step-by-step rise;
 the terrain under the body, averaged over a disk the size of a stride, for a foot without contacts
 around) and drops, gradually (`soft_reach_drop`), where a leg could not otherwise reach or would be
-straighter than animated. A lifted foot keeps clear of the terrain around it
+straighter than animated. Over all frames (the bake, live preview's frame cache), the pelvis then keeps
+under a speed limit (`batch.pelvis_speed_limit`), which `plant_rig` is given (`pelvis_offset`,
+`pelvis_shift`) since one frame alone cannot know it. A lifted foot keeps clear of the terrain around it
 (`heightfield.ClearanceField`) and turns toe-up rather than lift its ankle for its toe (`_toe_pitch`);
 a contact whose footprint straddles a step edge is moved onto one level (`placed_locks`).
 """

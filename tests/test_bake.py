@@ -7,6 +7,7 @@ import math
 
 import bpy
 import harness
+import numpy as np
 import pytest
 from mathutils import Vector
 from test_plant_feet import _fcurves, _plant, _walker
@@ -16,6 +17,7 @@ props = harness.module("properties")
 anim = harness.module("core.anim")
 bake = harness.module("core.bake")
 live = harness.module("core.live")
+batch = harness.module("core.batch")
 
 
 def _joints(obj):
@@ -239,3 +241,25 @@ def test_fast_bake_follows_an_animated_armature_object():
         col += c.size
     slow.cancel()
     fast.cancel()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
+    """`batch.pelvis_speed_limit`: never above the offset, never faster than the step, and the highest such
+    curve (the closed form min_j offset[j] + steps between), where the pelvis moves; untouched elsewhere."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    offset = np.cumsum(rng.normal(0.0, 1.0, n)) + np.where(rng.random(n) < 0.05, rng.normal(0.0, 20.0, n), 0.0)
+    moved = rng.random(n) < 0.9
+    step = rng.uniform(0.2, 1.0, n)
+    y = batch.pelvis_speed_limit(offset, moved, step)
+    assert np.array_equal(y[~moved], offset[~moved])
+    assert np.all(y[moved] <= offset[moved] + 1e-9)
+    cum = np.concatenate(([0.0], np.cumsum(step[1:])))  # steps between frames i and j: |cum[i] - cum[j]|
+    idx = np.flatnonzero(moved)
+    for i in idx:
+        best = min(offset[j] + abs(cum[i] - cum[j]) for j in idx)
+        assert y[i] == pytest.approx(best, abs=1e-9)
+    for a, b in zip(idx, idx[1:]):
+        assert abs(y[b] - y[a]) <= abs(cum[b] - cum[a]) + 1e-9
+    assert np.any(y[moved] < offset[moved] - 1e-6)  # the spikes were cut
