@@ -721,7 +721,8 @@ class BatchRig:
                 overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
             over = np.max(np.stack(overs, 1), 1)
             under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-            w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), lk["free"][idx])
+            free = lk["free"][idx] if lk is not None else 0.0  # `Lock.free`
+            w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
