@@ -24,7 +24,7 @@ from . import anim, batch, checks, live
 from .contacts import fps_of
 from .ground import TerrainError, terrain_objects
 from .handlers import caches
-from .plant import RigResult, limb_is_usable, plant_rig, rest_leg_length
+from .plant import RigResult, limb_is_usable, plant_rig, world_scale
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class RigBake:
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
     # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
     pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+    rest_leg: float = 0.0  # the longest enabled leg, in armature units (0: no foot)
 
 
 @dataclass
@@ -178,6 +179,13 @@ class BakeJob:
             if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
                 r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames), self.frames[0], fps_of(self.scene))
         self._slow = any(r.batch is None for r in self.rigs)
+        self.fps = fps_of(self.scene)
+        for r in self.rigs:
+            if r.batch is None:
+                s = settings(r.obj)
+                r.rest_leg = max((sum(r.obj.data.bones[b.bone].length for b in lb.bones if b.bone)
+                                  for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(r.obj, lb)),
+                                 default=0.0)
         # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset of every frame, so
         # that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) applies to them too.
         self.total = len(self.frames) * (2 if self._slow else 1)
@@ -217,26 +225,17 @@ class BakeJob:
 
     def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
         """The first sweep of a frame-by-frame bake: this frame's own pelvis offset, nothing written."""
+        if rig.terrain is None or rig.rest_leg <= 0.0:
+            return  # nothing moves the pelvis
+        n = len(self.frames)
+        if rig.pelvis is None:
+            rig.pelvis = (np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
+        offset, moved, step = (_grown(a, row + 1, n) for a in rig.pelvis)
+        rig.pelvis = (offset, moved, step)
         obj = rig.obj
-        s = settings(obj)
-        have = 0 if rig.pelvis is None else len(rig.pelvis[0])
-        if row >= have:  # grown a chunk at a time, like the baked values (`_reserve`)
-            size = min(len(self.frames), max(row + 1, have + ROWS_CHUNK, 2 * have))
-            grown = (np.zeros(size), np.zeros(size, dtype=bool), np.full(size, np.inf))
-            if rig.pelvis is not None:
-                for new, old in zip(grown, rig.pelvis):
-                    new[:have] = old
-            rig.pelvis = grown
-        if rig.terrain is None or rig.pelvis is None:
-            return
-        result = plant_rig(obj, s, rig.terrain, depsgraph, frame=self.frames[row], dry=True)
-        offset, moved, step = rig.pelvis
+        result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], dry=True)
         offset[row], moved[row] = result.pelvis_offset, result.pelvis_moved
-        feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(obj, lb)]
-        fps = fps_of(self.scene)
-        if feet and fps > 0.0:
-            leg = max(rest_leg_length(obj, [b.bone for b in lb.bones if b.bone]) for lb in feet)
-            step[row] = batch.PELVIS_SPEED * leg / fps
+        step[row] = batch.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
 
     def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
         obj = rig.obj
@@ -293,13 +292,19 @@ class BakeJob:
 
 
 def _reserve(rig: RigBake, rows: int, total: int) -> None:
-    """Room for `rows` rows of baked values, grown a chunk at a time (never more than `total`)."""
-    have = len(rig.values)
+    """Room for `rows` rows of baked values (`_grown`)."""
+    rig.values = _grown(rig.values, rows, total)
+
+
+def _grown(a: np.ndarray, rows: int, total: int) -> np.ndarray:
+    """`a` with room for at least `rows` rows, grown a chunk at a time (never more than `total`); the rows
+    it had are kept, the new ones are uninitialised."""
+    have = len(a)
     if have >= rows:
-        return
-    grown = np.empty((min(total, max(rows, have + ROWS_CHUNK, 2 * have)), rig.values.shape[1]))
-    grown[:have] = rig.values
-    rig.values = grown
+        return a
+    out = np.empty((min(total, max(rows, have + ROWS_CHUNK, 2 * have)),) + a.shape[1:], dtype=a.dtype)
+    out[:have] = a
+    return out
 
 
 def _fill_from_batch(rig: RigBake) -> None:

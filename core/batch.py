@@ -56,11 +56,17 @@ if TYPE_CHECKING:
 PELVIS_SPEED = 0.8
 
 
+def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
+    """How far the pelvis may move from one frame to the next (`PELVIS_SPEED`), in world units, for a rig
+    whose longest leg is `rest_leg` long in armature units; inf without a frame rate."""
+    return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
+
+
 def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
     """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
     the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
-    It depends on every frame: the bake and live preview's frame cache apply it, the frame-by-frame
-    fallback (`plant.plant_rig`) cannot."""
+    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
+    `plant.plant_rig` alone cannot (live preview's fallback adds what the last frame cache's limit did)."""
     x = np.where(moved, offset, np.inf).astype(np.float64)
     st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
     if len(x) < 2 or not np.isfinite(st).all():
@@ -444,6 +450,8 @@ class BatchRig:
         self.static_object = not object_moves(obj)
         self._settings = s
         self._animated_weights = _weights_animated(obj)
+        # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
+        self.pelvis_delta: Optional[np.ndarray] = None
 
     # -- the sweep: one call per frame
 
@@ -538,8 +546,7 @@ class BatchRig:
         up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
         base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor
         world_scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
-        frame, _rots = self._frames()
-        world = mw[:, None] @ self.arm  # (N, k, 4, 4)
+        world, frame = self._frames()
 
         feet = [lb for lb in self.limbs if lb.kind == "FOOT"]
         window = np.zeros(n)
@@ -556,17 +563,16 @@ class BatchRig:
             # `plant.plant_rig`: the mean of the feet's support (the terrain under the body where unplanned).
             support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)
             offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
-        step = np.full(n, np.inf)
-        if feet and self.fps > 0.0:
-            step = PELVIS_SPEED * max(lb.rest_length for lb in feet) * world_scale / self.fps
-        return _Staged(plans, offset, moved, step)
+        step = pelvis_step(max(lb.rest_length for lb in feet), world_scale, self.fps) if feet else np.inf
+        return _Staged(plans, offset, moved, np.broadcast_to(step, (n,)))
 
     def _finish(self, staged: _Staged) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
         """The pelvis moved by its offset and every limb solved (`plant_rig`'s solves)."""
         n = self.frames
         mw = self.mw
         up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
-        frame, rots = self._frames()
+        _world, frame = self._frames()
+        rots = self._rotations()
         arm = self.arm
         plans, offset, moved = staged.plans, staged.offset, staged.moved
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
@@ -596,8 +602,8 @@ class BatchRig:
         return out
 
     def _frames(self) -> tuple[np.ndarray, np.ndarray]:
-        """`rig.bone_frame` of every used bone (N, k, 4, 4) and their rotation channels as quaternions
-        (N, k, 4); sets `arm`, the bones' armature-space matrices."""
+        """Every used bone's world matrix and `rig.bone_frame` (both (N, k, 4, 4)); sets `arm`, the bones'
+        armature-space matrices."""
         mw = self.mw
         sinv = np.zeros(self.scale.shape[:2] + (4, 4))
         safe = np.where((self.scale != 0.0) & np.isfinite(self.scale), self.scale, 1.0)
@@ -607,10 +613,12 @@ class BatchRig:
         arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
         self.arm = arm
         world = mw[:, None] @ arm
-        frame = world if np.all(self.scale == 1.0) else world @ sinv
-        rots = np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
+        return world, (world if np.all(self.scale == 1.0) else world @ sinv)
+
+    def _rotations(self) -> np.ndarray:
+        """Every used bone's rotation channels as quaternions (N, k, 4), whatever its rotation mode."""
+        return np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
                          for j, m in enumerate(self.modes)], 1)
-        return frame, rots
 
     def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale, window):  # type: ignore[no-untyped-def]
         s = self.slot

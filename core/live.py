@@ -346,7 +346,7 @@ def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> 
                             np.ascontiguousarray(np.stack([values[key] for key in keys], axis=1)))
     cache = FrameCache(start, end, values, fk, blocks, len(index), sorted({key[0] for key in values}))
     caches.frames[obj.name] = cache
-    if getattr(rig, "pelvis_delta", None) is not None:
+    if rig.pelvis_delta is not None:
         caches.pelvis[obj.name] = (start, rig.pelvis_delta.copy())
     return cache
 

@@ -185,14 +185,13 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         # The pelvis's ground: the mean of the ground each foot stands on or travels between.
         offset = soft_reach_drop(sum(p.support for p in plans) / len(plans), plans, up)
         result.pelvis_moved = True
-        if dry:
-            result.pelvis_offset = offset
-            return result
+    if dry:
+        result.pelvis_offset = offset
+        return result
+    if result.pelvis_moved:
         offset = pelvis_offset if pelvis_offset is not None else offset + pelvis_shift
         _move_bone(obj, src, pelvis, up * offset)
         result.written.append(pelvis)
-    if dry:
-        return result
     result.pelvis_offset = offset
     shift = up * offset if pelvis else Vector()
 
