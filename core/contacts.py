@@ -39,6 +39,7 @@ FADE = 0.3  # seconds: the correction's fade before the first and after the last
 SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
 PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
 BASELINE_WINDOW = 0.75  # seconds either side
+FOOTPRINT_ANGLES = 90  # orientations tried for a contact's footprint (over half a turn)
 
 
 def fps_of(scene: bpy.types.Scene) -> float:
@@ -177,19 +178,41 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
     c.lock = tuple(lock)
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
     c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
-    # The footprint's ends: the heel and toe tip farthest back and forward along the foot over the contact
-    # (a foot rolling onto its toes or turning still keeps all of it on one level), each relative to the
-    # ankle on its frame: where they are when the ankle stays at the lock point.
+    # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
+    # of the contact, each relative to the ankle on its frame (where they are when the ankle stays at the
+    # lock point): a foot rolling onto its toes or turning in place still keeps all of it on one level.
+    # Stored as its centre line, back (heel end) to front (toe end), and half width.
     ankle = d["ankle"][a:b + 1]
     heel, toe = d["heel"][a:b + 1] - ankle, d["toe"][a:b + 1] - ankle
-    axis = toe.mean(axis=0) - heel.mean(axis=0)
-    axis[2] = 0.0
-    back, front = heel[int(np.argmin(heel @ axis))], toe[int(np.argmax(toe @ axis))]
-    c.heel, c.toe = tuple(back), tuple(front)
-    n = float(np.linalg.norm(axis))
-    if n > 0.0:
-        side = np.array([-axis[1], axis[0], 0.0]) / n
-        c.width = float(np.abs(np.concatenate((heel, toe)) @ side - back @ side).max())
+    c.heel, c.toe, c.width = footprint(heel, toe)
+
+
+def footprint(heel: np.ndarray, toe: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...], float]:
+    """The smallest rectangle in the ground plane (armature X and Y) holding the points `heel` and `toe`
+    (N, 3): (back end, front end, half width), the ends on its centre line, the front toward the toe."""
+    pts = np.concatenate((heel, toe))[:, :2]
+    forward = toe[:, :2].mean(axis=0) - heel[:, :2].mean(axis=0)
+    theta = np.linspace(0.0, math.pi, FOOTPRINT_ANGLES, endpoint=False)
+    axes = np.stack((np.cos(theta), np.sin(theta)), 1)
+    sides = np.stack((-axes[:, 1], axes[:, 0]), 1)
+    along, across = pts @ axes.T, pts @ sides.T  # (P, angles)
+    length = along.max(0) - along.min(0)
+    width = across.max(0) - across.min(0)
+    # The smallest area; among rectangles of (nearly) the same area, the narrowest.
+    area = length * width
+    k = int(np.argmin(area + 1e-9 * width))
+    axis, side = axes[k], sides[k]
+    lo, hi = along[:, k].min(), along[:, k].max()
+    mid = 0.5 * (across[:, k].max() + across[:, k].min())
+    if forward @ axis < 0.0:  # back is the heel's end
+        lo, hi, axis = -hi, -lo, -axis
+        mid = -mid
+        side = -side
+    back2 = axis * lo + side * mid
+    front2 = axis * hi + side * mid
+    back = (float(back2[0]), float(back2[1]), float(heel[:, 2].mean()))
+    front = (float(front2[0]), float(front2[1]), float(toe[:, 2].mean()))
+    return back, front, float(0.5 * width[k])
 
 
 @dataclass(frozen=True)
@@ -265,7 +288,8 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
     since = min(frame - prev.end if prev is not None else math.inf, nxt.start - frame if nxt is not None else math.inf)
     swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
     free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
-    pitch = float(pitch_weight(since, fps)) if math.isfinite(since) else 1.0
+    till = nxt.start - frame if nxt is not None else math.inf  # the turn eases out before landing only
+    pitch = float(pitch_weight(till, fps)) if math.isfinite(till) else 1.0
     gap = 0.0
     if prev is not None and nxt is not None:
         gap = float(max(1.0, nxt.start - prev.end))
@@ -350,7 +374,8 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     since = np.where(np.isfinite(since), since, 0.0)
     out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
     out["free"] = np.where(far, 0.0, free_weight(since, fps))
-    out["pitch"] = np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps)))
+    till = np.where(nxt >= 0, start[n] - f, np.inf)
+    out["pitch"] = np.where(pinned, 0.0, np.where(np.isfinite(till), pitch_weight(np.where(np.isfinite(till), till, 0.0), fps), 1.0))
     out["gap"] = np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0)
     return out
 
