@@ -79,18 +79,18 @@ class ContactIKContact(bpy.types.PropertyGroup):
     )
     heel: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Heel", size=3, subtype="XYZ",
-        description="The foot's heel relative to the lock point (armature space, the farthest back over the "
-        "contact): with Toe and Footprint Width, the footprint kept off step edges. Zero for none",
+        description="The heel end of the contact's footprint relative to the lock point (armature space): the "
+        "smallest rectangle holding the heel and toe tip of every frame of the contact, kept off step edges. "
+        "With Toe, its centre line; with Footprint Width, its half width. Zero for none",
     )
     toe: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Toe", size=3, subtype="XYZ",
-        description="The foot's toe tip relative to the lock point (armature space, the farthest forward over "
-        "the contact)",
+        description="The toe end of the contact's footprint relative to the lock point (armature space)",
     )
     width: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Footprint Width", subtype="DISTANCE", min=0.0,
-        description="How far heel and toe stray sideways from the line between them over the contact (armature "
-        "units): the footprint's half width",
+        description="Half the width of the contact's footprint, either side of the line from Heel to Toe "
+        "(armature units)",
     )
 
 

@@ -37,7 +37,7 @@ MIN_GAP = 0.05  # seconds
 EASE = 0.2  # seconds
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
 SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
-PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
+PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades out over this before landing
 BASELINE_WINDOW = 0.75  # seconds either side
 FOOTPRINT_ANGLES = 90  # orientations tried for a contact's footprint (over half a turn)
 
@@ -239,7 +239,9 @@ class Lock:
     # holds whatever the animation does.
     free: float = 0.0
     # How much a foot in the air may turn toe-up (`plant._toe_pitch`): 1 but for PITCH_EASE seconds
-    # around each contact, so the foot is back in its animated pitch when it lands.
+    # before each landing, so the foot is back in its animated pitch when it lands. From lift-off it may
+    # turn at once: the turn grows from nothing as the toe's need to rise does (a toe by a riser at
+    # lift-off turns up instead of lifting the ankle for it in the first frames).
     pitch: float = 0.0
     gap: float = 0.0  # frames from the contact before to the one after (0 unless between two)
 
@@ -250,7 +252,7 @@ def swing_weight(since: Any, fps: float) -> Any:
 
 
 def pitch_weight(since: Any, fps: float) -> Any:
-    """`Lock.pitch` from the frames since the nearest contact (floats or arrays)."""
+    """`Lock.pitch` from the frames to the next contact (floats or arrays)."""
     return smoothstep(np.asarray(since, dtype=np.float64) / max(2.0, PITCH_EASE * fps))
 
 
@@ -374,8 +376,9 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     since = np.where(np.isfinite(since), since, 0.0)
     out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
     out["free"] = np.where(far, 0.0, free_weight(since, fps))
-    till = np.where(nxt >= 0, start[n] - f, np.inf)
-    out["pitch"] = np.where(pinned, 0.0, np.where(np.isfinite(till), pitch_weight(np.where(np.isfinite(till), till, 0.0), fps), 1.0))
+    landing = nxt >= 0  # the turn eases out before landing only
+    till = np.where(landing, start[n] - f, 0.0)
+    out["pitch"] = np.where(pinned, 0.0, np.where(landing, pitch_weight(till, fps), 1.0))
     out["gap"] = np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0)
     return out
 

@@ -89,6 +89,66 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
 
 
+contacts = harness.module("core.contacts")
+
+
+def _swivel(frames: int = 40):
+    """Heel and toe (relative to the ankle) of a foot turning 80 degrees on its heel, as in the hop stop
+    of CMU 131_03: the toe sweeps a quarter circle."""
+    a = np.radians(np.linspace(-100.0, -20.0, frames))
+    toe = np.stack((0.23 * LEG * np.cos(a), 0.23 * LEG * np.sin(a), np.full(frames, -0.05)), 1)
+    heel = np.tile(np.array([0.0, 0.0, -0.03]), (frames, 1))
+    return heel, toe
+
+
+def _old_footprint(heel, toe):
+    """The footprint before stop 14: from the heel farthest back to the toe farthest forward along the
+    mean heel-to-toe direction, as wide on both sides of that line as any point strays from it."""
+    mean = toe[:, :2].mean(0) - heel[:, :2].mean(0)
+    mean /= np.linalg.norm(mean)
+    back, front = heel[np.argmin(heel[:, :2] @ mean)], toe[np.argmax(toe[:, :2] @ mean)]
+    side = np.array([-mean[1], mean[0]])
+    return tuple(back), tuple(front), float(np.abs((np.concatenate((heel, toe))[:, :2] - back[:2]) @ side).max())
+
+
+def test_the_footprint_is_the_smallest_rectangle_holding_every_frame():
+    heel, toe = _swivel()
+    back, front, half = contacts.footprint(heel, toe)
+    b, f = np.array(back[:2]), np.array(front[:2])
+    axis = (f - b) / np.linalg.norm(f - b)
+    side = np.array([-axis[1], axis[0]])
+    pts = np.concatenate((heel, toe))[:, :2] - b
+    along, across = pts @ axis, pts @ side
+    assert along.min() >= -1e-9 and along.max() <= np.linalg.norm(f - b) + 1e-9  # every point inside
+    assert np.abs(across).max() <= half + 1e-9
+    assert axis @ (toe[:, :2].mean(0) - heel[:, :2].mean(0)) > 0.0  # back is the heel's end
+    old_back, old_front, old_half = _old_footprint(heel, toe)
+    area = np.linalg.norm(f - b) * 2.0 * half
+    old_area = np.linalg.norm(np.subtract(old_front, old_back)[:2]) * 2.0 * old_half
+    assert area < 0.8 * old_area, (area, old_area)
+    # A foot that does not turn: a thin rectangle from heel to toe.
+    still_back, still_front, still_half = contacts.footprint(heel[:5], np.tile(np.array([0.0, 0.2, -0.05]), (5, 1)))
+    assert still_half < 1e-9
+    assert np.allclose(still_back[:2], (0.0, 0.0)) and np.allclose(still_front[:2], (0.0, 0.2))
+
+
+def test_a_foot_turning_in_place_by_a_step_edge_is_moved_onto_one_tread():
+    """The turning foot's footprint fits a tread, so footing finds it a level place; the toe then never
+    crosses the edge during the contact (it did in 131_03 on stairs: the foot rose a riser mid-contact)."""
+    terrain = _stairs()
+    heel, toe = _swivel()
+    back, front, half = contacts.footprint(heel, toe)
+    edge = 2 * TREAD
+    lock = (0.0, edge + 0.12 * LEG, 0.08)  # the toe reaches 0.23 leg back, over the riser to the tread below
+    assert min(_tread_height(lock[1] + y) for y in toe[:, 1]) != _tread_height(lock[1])
+    placed, before = plant._place(Matrix.Identity(4), [_contact(lock, back, front, half),
+                                                       _contact(lock, *_old_footprint(heel, toe))], terrain, UP, LEG)
+    assert before == Vector(lock)  # the footprint before fitted no tread within reach: the foot stayed
+    assert 0.0 < (placed - Vector(lock)).length <= plant.FOOT_SHIFT * LEG + 1e-9
+    levels = {_tread_height(placed.y + y) for y in np.concatenate((heel[:, 1], toe[:, 1]))}
+    assert len(levels) == 1, levels
+
+
 def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight():
     """`plant.soft_reach_drop`: a hip moving away from a planted target, frame by frame. The pelvis drop is
     zero while the leg is comfortably bent, at least what the limit needs (the leg never straighter than
