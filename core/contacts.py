@@ -37,7 +37,7 @@ MIN_GAP = 0.05  # seconds
 EASE = 0.2  # seconds
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
 SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
-PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades out over this before landing
+PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
 BASELINE_WINDOW = 0.75  # seconds either side
 FOOTPRINT_ANGLES = 90  # orientations tried for a contact's footprint (over half a turn)
 
@@ -239,9 +239,7 @@ class Lock:
     # holds whatever the animation does.
     free: float = 0.0
     # How much a foot in the air may turn toe-up (`plant._toe_pitch`): 1 but for PITCH_EASE seconds
-    # before each landing, so the foot is back in its animated pitch when it lands. From lift-off it may
-    # turn at once: the turn grows from nothing as the toe's need to rise does (a toe by a riser at
-    # lift-off turns up instead of lifting the ankle for it in the first frames).
+    # around each contact, so the foot is back in its animated pitch when it lands.
     pitch: float = 0.0
     gap: float = 0.0  # frames from the contact before to the one after (0 unless between two)
 
@@ -252,7 +250,7 @@ def swing_weight(since: Any, fps: float) -> Any:
 
 
 def pitch_weight(since: Any, fps: float) -> Any:
-    """`Lock.pitch` from the frames to the next contact (floats or arrays)."""
+    """`Lock.pitch` from the frames since the nearest contact (floats or arrays)."""
     return smoothstep(np.asarray(since, dtype=np.float64) / max(2.0, PITCH_EASE * fps))
 
 
@@ -290,8 +288,7 @@ def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Opt
     since = min(frame - prev.end if prev is not None else math.inf, nxt.start - frame if nxt is not None else math.inf)
     swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
     free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
-    till = nxt.start - frame if nxt is not None else math.inf  # the turn eases out before landing only
-    pitch = float(pitch_weight(till, fps)) if math.isfinite(till) else 1.0
+    pitch = float(pitch_weight(since, fps)) if math.isfinite(since) else 1.0
     gap = 0.0
     if prev is not None and nxt is not None:
         gap = float(max(1.0, nxt.start - prev.end))
@@ -376,9 +373,7 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     since = np.where(np.isfinite(since), since, 0.0)
     out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
     out["free"] = np.where(far, 0.0, free_weight(since, fps))
-    landing = nxt >= 0  # the turn eases out before landing only
-    till = np.where(landing, start[n] - f, 0.0)
-    out["pitch"] = np.where(pinned, 0.0, np.where(landing, pitch_weight(till, fps), 1.0))
+    out["pitch"] = np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps)))
     out["gap"] = np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0)
     return out
 
