@@ -68,6 +68,11 @@ class RigBake:
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
     # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
     pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+    # Frame by frame, per foot (by limb index): (correction, floor, pinned, leg length) per frame from the
+    # first sweep (`RigResult.feet`), then what the smoothing between contacts (`batch.swing_smoothing`) adds
+    # to each frame's correction.
+    feet: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    foot_shift: dict[int, np.ndarray] = field(default_factory=dict)
     rest_leg: float = 0.0  # the longest enabled leg, in armature units (0: no foot)
 
 
@@ -175,20 +180,25 @@ class BakeJob:
             for c in r.channels:
                 if c.data_path not in keyed:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
+        self.fps = fps_of(self.scene)
+        # The frames read: the range and the frames around it that the feet's smoothing between contacts
+        # reaches (`batch.context_frames`), so a range bakes as it plays in live preview's longer range.
+        self.pad = batch.context_frames(self.fps)
+        self.read = range(start - self.pad, end + self.pad + 1)
         for r in self.rigs:
             if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
-                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.frames), self.frames[0], fps_of(self.scene))
+                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
         self._slow = any(r.batch is None for r in self.rigs)
-        self.fps = fps_of(self.scene)
         for r in self.rigs:
             if r.batch is None:
                 s = settings(r.obj)
                 r.rest_leg = max((sum(r.obj.data.bones[b.bone].length for b in lb.bones if b.bone)
                                   for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(r.obj, lb)),
                                  default=0.0)
-        # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset of every frame, so
-        # that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) applies to them too.
-        self.total = len(self.frames) * (2 if self._slow else 1)
+        # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset and the feet's heights
+        # of every frame, so that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) and
+        # the smoothing of the feet between contacts (`batch.swing_smoothing`) apply to them too.
+        self.total = len(self.read) + (len(self.frames) if self._slow else 0)
         self.done = 0
 
     @property
@@ -198,44 +208,54 @@ class BakeJob:
     def step(self, count: int) -> bool:
         """Bake the next `count` frames (of both sweeps, for rigs baked frame by frame); True when done."""
         scene = self.scene
-        n = len(self.frames)
+        n, n_read = len(self.frames), len(self.read)
         last = min(self.done + count, self.total)
         for rig in self.rigs:
-            _reserve(rig, min(last, n), n)
+            if rig.batch is None:
+                _reserve(rig, min(max(0, last - n_read), n), n)
         for u in range(self.done, last):
-            first_sweep = self._slow and u < n
-            i = u % n
-            scene.frame_set(self.frames[i])
+            reading = u < n_read  # the first sweep (every frame read), then the solves frame by frame
+            i = u if reading else u - n_read
+            scene.frame_set(self.read[i] if reading else self.frames[i])
             depsgraph = bpy.context.evaluated_depsgraph_get() if self._slow else None
             for rig in self.rigs:
                 if rig.batch is not None:
-                    if u < n:
+                    if reading:
                         rig.batch.read(i)
-                elif first_sweep:
+                elif reading:
                     self._pelvis_of_frame(rig, i, depsgraph)
                 else:
                     self._bake_frame(rig, i, depsgraph)
             self.done = u + 1
-            if first_sweep and self.done == n:
+            if self._slow and self.done == n_read:
                 for rig in self.rigs:
                     if rig.pelvis is not None:
                         offset, moved, step = rig.pelvis
                         rig.pelvis = (batch.pelvis_speed_limit(offset, moved, step), moved, step)
+                    for k, (height, floor, pinned, leg) in rig.feet.items():
+                        rig.foot_shift[k] = batch.swing_change(height, floor, pinned, self.fps, leg)
         return self.done >= self.total
 
     def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
-        """The first sweep of a frame-by-frame bake: this frame's own pelvis offset, nothing written."""
+        """The first sweep of a frame-by-frame bake (row `row` of the frames read): this frame's own pelvis
+        offset and the feet's corrections, nothing written."""
         if rig.terrain is None or rig.rest_leg <= 0.0:
             return  # nothing moves the pelvis
-        n = len(self.frames)
+        n = len(self.read)
         if rig.pelvis is None:
             rig.pelvis = (np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
         offset, moved, step = (_grown(a, row + 1, n) for a in rig.pelvis)
         rig.pelvis = (offset, moved, step)
         obj = rig.obj
-        result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], dry=True)
+        result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.read[row], dry=True)
         offset[row], moved[row] = result.pelvis_offset, result.pelvis_moved
         step[row] = batch.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
+        for k in result.feet:
+            if k not in rig.feet:  # a foot unplanned so far: pinned (nan) on the rows before
+                rig.feet[k] = (np.full(row, np.nan), np.full(row, -np.inf), np.ones(row, dtype=bool), np.ones(row))
+            rig.feet[k] = tuple(_grown(a, row + 1, n) for a in rig.feet[k])  # type: ignore[assignment]
+        for k, (height, floor, pinned, leg) in rig.feet.items():
+            height[row], floor[row], pinned[row], leg[row] = result.feet.get(k, (np.nan, -np.inf, True, 1.0))
 
     def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
         obj = rig.obj
@@ -243,9 +263,12 @@ class BakeJob:
         before = [tuple(getattr(bones[c.bone], c.prop)) for c in rig.channels]
         if rig.terrain is not None or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
             offset = None
-            if rig.pelvis is not None and rig.pelvis[1][row]:
-                offset = float(rig.pelvis[0][row])
-            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], pelvis_offset=offset)
+            at = row + self.pad  # this frame's row in the first sweep's
+            if rig.pelvis is not None and rig.pelvis[1][at]:
+                offset = float(rig.pelvis[0][at])
+            shift = {k: float(v[at]) for k, v in rig.foot_shift.items()}
+            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], pelvis_offset=offset,
+                               foot_shift=shift)
         else:
             result = RigResult()
         col = 0
@@ -310,10 +333,13 @@ def _grown(a: np.ndarray, rows: int, total: int) -> np.ndarray:
 def _fill_from_batch(rig: RigBake) -> None:
     """The fast path's channel values, or the FK values where it wrote nothing."""
     b = rig.batch
-    _reserve(rig, b.frames, b.frames)
+    n = b.frames - 2 * b.context
+    _reserve(rig, n, n)
     out = b.compute()
     col = 0
-    fk = {"rotation_quaternion": b.quat, "rotation_euler": b.euler, "rotation_axis_angle": b.aa, "location": b.loc}
+    keep = slice(b.context, b.context + n)  # the rows read around the range are left out
+    fk = {"rotation_quaternion": b.quat[keep], "rotation_euler": b.euler[keep], "rotation_axis_angle": b.aa[keep],
+          "location": b.loc[keep]}
     for c in rig.channels:
         vals = out.get((c.bone, c.prop))
         if vals is None:

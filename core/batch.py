@@ -81,11 +81,90 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) 
     return np.where(moved & np.isfinite(y), y, offset)
 
 
+# A foot between two contacts has its correction (how far the plan lifts it over the ground it follows)
+# smoothed over time (`swing_smoothing`): a Gaussian of this many seconds, narrowed near each contact so
+# that a planted foot stays exactly where it stands. The clearance, swing-line and toe-up terms switch on
+# and off within a few frames (a lift-off beside a riser, a sole the animation brushes on its floor in
+# mid-air, a step edge passing), and at 120 fps each switch jerked the knee.
+SWING_SMOOTH = 0.03
+# A sole the animation has this close to its floor (x leg length) is where the animator put it: not smoothed.
+SOLE_DOWN = 1e-4
+# Smoothed fully where the plan lifts the foot this far (x leg length) over the terrain under its soles
+# within the Gaussian's reach, and not at all where it lifts it nowhere there.
+SWING_LIFTED = 0.005
+
+
+def context_frames(fps: float) -> int:
+    """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
+    the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
+    return int(math.ceil(3.0 * SWING_SMOOTH * fps)) + 1 if fps > 0.0 else 0
+
+
+def swing_smoothing(correction: np.ndarray, floor: np.ndarray, pinned: np.ndarray, fps: float,
+                    leg: Any) -> np.ndarray:
+    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the
+    ground it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds
+    whose width is at most half the frames to the nearest `pinned` frame (in a contact, a sole the
+    animation has on its floor, the ground not wholly from the contacts around, no plan), so pinned frames
+    keep theirs and the smoothing fades in and out around them; never below `floor`, the correction at
+    which the sole points touch the terrain right under them (-inf: no bound). Non-finite corrections count
+    as pinned and are left out of every average.
+    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
+    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
+    height = np.asarray(correction, dtype=np.float64)
+    n = len(height)
+    leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
+    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
+    valid = np.isfinite(height)
+    fixed = np.asarray(pinned, dtype=bool) | ~valid
+    if n < 2 or width <= 0.0 or fixed.all():
+        return height.copy()
+    rows = np.arange(n)
+    pins = np.flatnonzero(fixed)
+    if len(pins):
+        pos = np.searchsorted(pins, rows)
+        left = np.where(pos > 0, rows - pins[np.maximum(pos - 1, 0)], np.inf)
+        right = np.where(pos < len(pins), pins[np.minimum(pos, len(pins) - 1)] - rows, np.inf)
+        sigma = np.minimum(width, 0.5 * np.minimum(left, right))
+    else:
+        sigma = np.full(n, width)
+    r = int(math.ceil(3.0 * width))
+    k = np.arange(-r, r + 1, dtype=np.float64)
+    values = np.where(valid, height, 0.0)
+    low = np.where(np.isfinite(floor), floor, -np.inf)
+    bounded = np.isfinite(low)
+    # What lifts it over the terrain under it (all of it where no ray found that terrain).
+    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, low, 0.0)), np.where(valid, np.inf, 0.0))
+    out = height.copy()
+    free = np.flatnonzero(sigma > 0.0)
+    for at in range(0, len(free), 4096):  # bounded memory: rows x (2r + 1) weights at a time
+        i = free[at:at + 4096]
+        j = i[:, None] + np.arange(-r, r + 1)[None, :]
+        inside = (j >= 0) & (j < n)
+        jc = np.clip(j, 0, n - 1)
+        w = np.where(inside & valid[jc], np.exp(-0.5 * (k[None, :] / sigma[i][:, None]) ** 2), 0.0)
+        smooth = np.maximum((w * values[jc]).sum(1) / w.sum(1), low[i])
+        # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
+        # a foot that just follows the terrain keeps the animation's swing as it is.
+        near = smoothstep(np.where(inside & (w > 0.0), lifted[jc], 0.0).max(1) / (SWING_LIFTED * leg[i]))
+        out[i] = height[i] + near * (smooth - height[i])
+    return np.where(fixed, height, out)
+
+
+def swing_change(correction: np.ndarray, floor: np.ndarray, pinned: np.ndarray, fps: float, leg: Any) -> np.ndarray:
+    """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
+    smoothed = swing_smoothing(correction, floor, pinned, fps, leg)
+    return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
+
+
 @dataclass
 class _Staged:
     """One chunk's foot plans and pelvis offset, between `BatchRig._stage` and `_finish`."""
 
     plans: list[Any]
+    # Per foot plan, for `swing_smoothing`: (its correction, floor, pinned, leg length), as `plant._FootPlan`
+    # has them.
+    floors: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     offset: np.ndarray
     moved: np.ndarray
     step: Any
@@ -357,6 +436,7 @@ class _Limb:
     auto_pole: bool = False
     rest_length: float = 0.0  # chain length at rest, armature units
     lock: Optional[dict[str, np.ndarray]] = None  # foot locking per frame (`contacts.locks_over`)
+    use_lock: bool = True
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
     weights: Optional[np.ndarray] = None
@@ -373,6 +453,9 @@ class BatchRig:
     frames: int
     first: int = 1  # frame number of the first frame
     fps: float = 24.0
+    # Rows read before and after the frames wanted (`context_frames`), which `compute` leaves out of what
+    # it returns: the frames wanted then come out as they do in any longer range.
+    context: int = 0
     bone_index: dict[str, int] = field(default_factory=dict)
     limbs: list[_Limb] = field(default_factory=list)
 
@@ -413,6 +496,7 @@ class BatchRig:
                 if self.terrain is not None and not object_moves(obj):
                     placed = placed_locks(obj, prop, self.terrain, rest_leg_length(obj, _names(prop)))
                 lb.lock = locks_over(prop, self.first, n, self.fps, placed)
+                lb.use_lock = prop.use_lock
             lb.static_target = _static(lb.target_object) and not lb.target_bone
             lb.static_pole = _static(lb.pole_object)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
@@ -452,6 +536,9 @@ class BatchRig:
         self._animated_weights = _weights_animated(obj)
         # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
         self.pelvis_delta: Optional[np.ndarray] = None
+        # Per foot (by its index in the settings' limbs): what `swing_smoothing` changed in its target's
+        # height, per frame (`compute`).
+        self.foot_delta: dict[int, np.ndarray] = {}
 
     # -- the sweep: one call per frame
 
@@ -518,11 +605,41 @@ class BatchRig:
             for st in staged:
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
+        self._smooth_swings(staged)
         parts = [part._finish(st) for part, st in zip(slices, staged)]
         if len(parts) == 1:
-            return parts[0]
-        return {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
-                for key in parts[0]}
+            out = parts[0]
+        else:
+            out = {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
+                   for key in parts[0]}
+        if self.context <= 0:
+            return out
+        keep = slice(self.context, self.frames - self.context)
+        if self.pelvis_delta is not None:
+            self.pelvis_delta = self.pelvis_delta[keep]
+        self.foot_delta = {k: v[keep] for k, v in self.foot_delta.items()}
+        return {key: (values[keep], written[keep]) for key, (values, written) in out.items()}
+
+    def _smooth_swings(self, staged: list[_Staged]) -> None:
+        """Every foot's height between its contacts smoothed over all frames (`swing_smoothing`), in the
+        staged plans; what it changed per frame is kept in `foot_delta` for live preview's fallback. The
+        pelvis keeps the offset it found for the targets before (as `plant.plant_rig` does)."""
+        self.foot_delta = {}
+        if not staged or not staged[0].plans:
+            return
+        mw = self.mw
+        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
+        for k, plan in enumerate(staged[0].plans):
+            correction, floor, pinned, leg = (np.concatenate([st.floors[k][i] for st in staged]) for i in range(4))
+            shift = swing_change(correction, floor, pinned, self.fps, leg)
+            self.foot_delta[plan[0].index] = shift
+            at = 0
+            for st in staged:
+                m = len(st.offset)
+                p = list(st.plans[k])
+                p[2] = p[2] + up[at:at + m] * shift[at:at + m, None]
+                st.plans[k] = tuple(p)
+                at += m
 
     def _slice(self, sl: slice) -> BatchRig:
         part = copy.copy(self)
@@ -553,10 +670,12 @@ class BatchRig:
         if self.pelvis >= 0 and feet and self.terrain is not None:
             leg_body = max(lb.rest_length for lb in feet) * world_scale
             window = self._body_ground(world, up, base, leg_body)
-        plans = []
+        plans, floors = [], []
         for lb in feet:
             if self.terrain is not None:
-                plans.append((lb, *self._plan_foot(lb, frame, world, up, base, world_scale, window)))
+                plan, floor = self._plan_foot(lb, frame, world, up, base, world_scale, window)
+                plans.append((lb, *plan))
+                floors.append(floor)
         offset = np.zeros(n)
         moved = np.zeros(n, dtype=bool)
         if self.pelvis >= 0 and plans:
@@ -564,7 +683,7 @@ class BatchRig:
             support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)
             offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
         step = pelvis_step(max(lb.rest_length for lb in feet), world_scale, self.fps) if feet else np.inf
-        return _Staged(plans, offset, moved, np.broadcast_to(step, (n,)))
+        return _Staged(plans, floors, offset, moved, np.broadcast_to(step, (n,)))
 
     def _finish(self, staged: _Staged) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
         """The pelvis moved by its offset and every limb solved (`plant_rig`'s solves)."""
@@ -636,6 +755,7 @@ class BatchRig:
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
         lifted = np.maximum(0.0, heights.min(1))  # `plant._plan_foot`
         arc = None
+        anchored = np.zeros(self.frames, dtype=bool)  # the ground wholly from the contacts around
         w_all, ground_support = np.zeros(self.frames), np.zeros(self.frames)
         lk = lb.lock
         if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
@@ -673,6 +793,7 @@ class BatchRig:
                     gb = np.where(ok, hh, np.nan)
                     pb = p
             ground = blended + (1.0 - used) * ground
+            anchored = used >= 1.0 - 1e-9
             w_all, ground_support = lk["w0"] + lk["w1"], ground.copy()
             two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
             if two.any():
@@ -687,9 +808,10 @@ class BatchRig:
             frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
             tilt = qslerp(np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1)), full, frac)
         target = ankle + up * np.where(planned, ground, 0.0)[:, None]
-        def needs(turn: np.ndarray) -> np.ndarray:
-            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed."""
-            deficits = []
+        def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed; with the clearance
+            and without it (what the sole points need over the terrain right under them)."""
+            deficits, bare = [], []
             for p, h in zip(soles, heights.T):
                 m = target + qrot(turn, p - ankle)
                 below = self._cast(m, reach, up)  # m is already at the ground's height
@@ -701,12 +823,13 @@ class BatchRig:
                     rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
                     gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
                     extra = lk["swing"] * gate * clearance_extra(rise, rest)
-                deficits.append(np.where(below.hit, bh + extra + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up),
-                                         -np.inf))
-            return np.stack(deficits, 1)
+                need = bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up)
+                deficits.append(np.where(below.hit, need + extra, -np.inf))
+                bare.append(np.where(below.hit, need, -np.inf))
+            return np.stack(deficits, 1), np.stack(bare, 1)
 
         turn = tilt
-        found = needs(turn)
+        found, bare = needs(turn)
         if len(soles) > 1:
             # `plant._toe_pitch`: a foot in the air turns toe-up rather than lift its ankle for its toe.
             loose = (lk["weight"] == 0.0) & (lk["pitch"] > 0.0) if lk is not None else np.ones(self.frames, dtype=bool)
@@ -715,7 +838,7 @@ class BatchRig:
             sel = loose & has
             if sel.any():
                 turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
-                found = needs(turn)
+                found, bare = needs(turn)
         best = np.max(found, 1)
         if arc is not None:
 
@@ -732,13 +855,16 @@ class BatchRig:
             free = lk["free"][idx] if lk is not None else 0.0  # `Lock.free`
             w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
+        floor = np.max(bare, 1)  # `plant._plan_foot`'s floor: the sole points on the terrain right under them
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
         # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
         # under its animated height, faded into the terrain under the body without contacts around.
         held = np.minimum(1.0, w_all)
         support = held * (ground_support - (lifted - clearance)) + (1.0 - held) * window
-        return planned, target, rotation, hip, leg, ext, support
+        pinned = ~planned | ~np.isfinite(best) | ~anchored | (lifted <= SOLE_DOWN * leg)
+        pinned |= lk["weight"] > 0.0 if lk is not None and lb.use_lock else True
+        return (planned, target, rotation, hip, leg, ext, support), (best, floor, pinned, leg)
 
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
         """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""

@@ -25,12 +25,16 @@ class Caches:
         # fallback, which runs while an edit's frame cache is rebuilt, applies the last one: exact when nothing
         # it depends on changed (undo, redo, an edit elsewhere); otherwise the cache is back a moment later.
         self.pelvis: dict[str, tuple[int, Any]] = {}
+        # Per rig: (first frame, per foot by limb index: the per-frame change) made by the smoothing of the
+        # feet between contacts (`batch.swing_smoothing`), kept and used the same way.
+        self.feet: dict[str, tuple[int, dict[int, Any]]] = {}
 
     def reset(self) -> None:
         self.terrain.reset()
         self.rigs.clear()
         self.frames.clear()
         self.pelvis.clear()
+        self.feet.clear()
 
 
 caches = Caches()
@@ -87,7 +91,7 @@ def _forget_removed() -> None:
     names = {o.name for o in bpy.data.objects}
     for name in [n for n in live.live_rigs if n not in names]:
         live.live_rigs.discard(name)
-    for cache in (caches.rigs, caches.frames, caches.pelvis):
+    for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet):
         for name in [n for n in cache if n not in names]:
             del cache[name]
 

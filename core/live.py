@@ -157,7 +157,12 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
         i = depsgraph.scene.frame_current - delta[0]
         if 0 <= i < len(delta[1]):
             shift = float(delta[1][i])
-    result = plant_rig(obj, s, terrain, depsgraph, pelvis_shift=shift)
+    feet = {}
+    smoothed = caches.feet.get(obj.name)  # the feet's smoothing between contacts, likewise
+    if smoothed is not None:
+        i = depsgraph.scene.frame_current - smoothed[0]
+        feet = {k: float(v[i]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
+    result = plant_rig(obj, s, terrain, depsgraph, pelvis_shift=shift, foot_shift=feet)
     for name in set(result.written):
         after = _channels(bones[name])
         for prop, old, new in zip(PROPS, before[name], after):
@@ -307,10 +312,12 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
     try:
         try:
             rigs = []
+            pad = batch.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
             for obj, terrain in todo:
                 restore_for_edit(obj)
-                rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1, start, fps_of(scene))))
-            for i, f in enumerate(range(start, end + 1)):
+                rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
+                                                 context=pad)))
+            for i, f in enumerate(range(start - pad, end + pad + 1)):
                 scene.frame_set(f)
                 for _obj, rig in rigs:
                     rig.read(i)
@@ -330,8 +337,9 @@ def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> 
     from . import bake
 
     values, fk = {}, {}
-    fk_arrays = {"rotation_quaternion": rig.quat, "rotation_euler": rig.euler, "rotation_axis_angle": rig.aa,
-                 "location": rig.loc}
+    keep = slice(rig.context, rig.frames - rig.context)  # the rows read around the range are left out
+    fk_arrays = {"rotation_quaternion": rig.quat[keep], "rotation_euler": rig.euler[keep],
+                 "rotation_axis_angle": rig.aa[keep], "location": rig.loc[keep]}
     for c in bake.driven_channels(obj):
         key = (c.bone, c.prop)
         base = fk_arrays[c.prop][:, rig.slot[rig.bone_index[c.bone]]]
@@ -348,6 +356,7 @@ def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> 
     caches.frames[obj.name] = cache
     if rig.pelvis_delta is not None:
         caches.pelvis[obj.name] = (start, rig.pelvis_delta.copy())
+    caches.feet[obj.name] = (start, {k: v.copy() for k, v in rig.foot_delta.items()})
     return cache
 
 

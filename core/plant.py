@@ -60,6 +60,9 @@ class LimbResult:
 class RigResult:
     pelvis_offset: float = 0.0
     pelvis_moved: bool = False
+    # Per foot planned (by its index in the settings' limbs), for `batch.swing_smoothing` (`dry` only): its
+    # correction, floor, whether it is pinned (`_FootPlan`) and the leg's length.
+    feet: dict[int, tuple[float, float, bool, float]] = field(default_factory=dict)
     limbs: list[LimbResult] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
 
@@ -134,7 +137,8 @@ def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool
 
 def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,
               depsgraph: Optional[bpy.types.Depsgraph] = None, frame: Optional[float] = None,
-              dry: bool = False, pelvis_offset: Optional[float] = None, pelvis_shift: float = 0.0) -> RigResult:
+              dry: bool = False, pelvis_offset: Optional[float] = None, pelvis_shift: float = 0.0,
+              foot_shift: Optional[dict[int, float]] = None) -> RigResult:
     """Solve every enabled limb of `obj` for its pose evaluated in `depsgraph` (a render's, a bake's or the
     viewport's; None reads the original object, which the active depsgraph keeps evaluated) at `frame`
     (the scene's current one by default) and write the rotations to the original bones.
@@ -142,7 +146,10 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
     `dry`: write nothing, only find the pelvis offset (`RigResult.pelvis_offset`, and `pelvis_moved`).
     `pelvis_offset`: use this offset instead of this frame's own (the bake's, after the pelvis's speed
     limit over all frames, `batch.pelvis_speed_limit`). `pelvis_shift`: added to this frame's own offset
-    (what that limit did to this frame when it was last computed: live preview's fallback)."""
+    (what that limit did to this frame when it was last computed: live preview's fallback).
+    `foot_shift`: per foot (by its index in the settings' limbs), added to its target's height: what the
+    smoothing between contacts over all frames does to this frame (`batch.swing_smoothing`; the bake's, or
+    as the last frame cache had it for live preview's fallback)."""
     import bpy
 
     from .contacts import fps_of
@@ -187,7 +194,13 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         result.pelvis_moved = True
     if dry:
         result.pelvis_offset = offset
+        index = {lb.as_pointer(): i for i, lb in enumerate(settings.limbs)}
+        result.feet = {index[p.limb.as_pointer()]: (p.correction, p.floor, p.pinned, p.reach) for p in plans}
         return result
+    if foot_shift:
+        index = {lb.as_pointer(): i for i, lb in enumerate(settings.limbs)}
+        for p in plans:
+            p.target = p.target + up * foot_shift.get(index[p.limb.as_pointer()], 0.0)
     if result.pelvis_moved:
         offset = pelvis_offset if pelvis_offset is not None else offset + pelvis_shift
         _move_bone(obj, src, pelvis, up * offset)
@@ -237,6 +250,12 @@ class _FootPlan:
     reach: float
     support: float = 0.0  # the pelvis's ground from this foot (see `_plan_foot`)
     extension: float = 1.0  # hip to ankle over the leg's length, as animated
+    # For `batch.swing_smoothing`: how far the target is lifted over the ground it follows (`correction`)
+    # and how far it would be for the sole points to touch the terrain right under them (`floor`, -inf if
+    # no ray hit), and whether the foot is held where it is (`pinned`).
+    correction: float = 0.0
+    floor: float = -math.inf
+    pinned: bool = True
 
 
 def fk_plane_pole(pose: ChainPose, foot: bool = False) -> Optional[Vector]:
@@ -287,13 +306,14 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
     lifted = max(0.0, min(heights))  # the sole's height in the animation, above its floor
-    from .batch import object_moves
+    from .batch import SOLE_DOWN, object_moves
     from .contacts import lock_at
 
     rest = rest_leg_length(obj, names)
     placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest)
     lock = lock_at(limb, timing[0], timing[1], placed)
     arc: Optional[SwingLine] = None
+    anchored = False  # the ground wholly from the contacts around
     if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
         # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
         # carries it between contacts), and the sole down onto the ground.
@@ -323,6 +343,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 blended += w * hit[0]
                 used += w
         ground = blended + (1.0 - used) * ground
+        anchored = used >= 1.0 - 1e-9
         if len(lock.anchors) == 2 and used >= 1.0 - 1e-9:
             arc = _swing_line(obj, terrain, lock, ankle, soles, up, base, reach, lift, leg)
 
@@ -337,9 +358,12 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     target = ankle + up * ground
     field_ = terrain.clearance(up, rest) if lock.swing > 0.0 else None
 
+    bare: list[float] = []  # the deficits without the clearance (what the terrain right under needs)
+
     def deficits_of(moved: list[Vector]) -> list[Optional[float]]:
         """How far each sole point must rise to stand its height above the ground under it (None: missed)."""
         out: list[Optional[float]] = []
+        bare.clear()
         for p, h in zip(moved, heights):
             below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
             if below is None:
@@ -351,7 +375,9 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 gate = max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
                 extra = lock.swing * gate * float(clearance_extra(field_.height(np.asarray(p)) - base.dot(up) - below[0],
                                                                   rest))
-            out.append(below[0] + extra + max(0.0, h) - (p - base).dot(up))
+            need = below[0] + max(0.0, h) - (p - base).dot(up)
+            out.append(need + extra)
+            bare.append(need)
         return out
 
     turn = tilt
@@ -375,15 +401,19 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         under_only = max(deficits) if deficits else over
         w = arc.ramp * max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
         deficits.append(w * over + (1.0 - w) * under_only)
-    if deficits:
-        target = target + up * max(deficits)
+    floor = max(bare) if bare else -math.inf
+    correction = max(deficits) if deficits else 0.0
+    target = target + up * correction
+    pinned = (lock.weight > 0.0 or not limb.use_lock or not deficits or not anchored
+              or lifted <= SOLE_DOWN * leg)
     rotation = turn @ pose.end_frame.to_quaternion()
     # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is
     # lowered under its animated height (its hover removed).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
     held = min(1.0, sum(w for _p, w in lock.anchors))
     support = held * (ground - (lifted - clearance)) + (1.0 - held) * window
-    return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg)
+    return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg,
+                     correction, floor, pinned)
 
 
 # A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching the
