@@ -862,7 +862,8 @@ class BatchRig:
         # under its animated height, faded into the terrain under the body without contacts around.
         held = np.minimum(1.0, w_all)
         support = held * (ground_support - (lifted - clearance)) + (1.0 - held) * window
-        pinned = ~planned | ~np.isfinite(best) | ~anchored | (lifted <= SOLE_DOWN * leg)
+        down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)  # `plant._plan_foot`
+        pinned = ~planned | ~np.isfinite(best) | ~anchored | down
         pinned |= lk["weight"] > 0.0 if lk is not None and lb.use_lock else True
         return (planned, target, rotation, hip, leg, ext, support), (best, floor, pinned, leg)
 
@@ -929,7 +930,7 @@ class BatchRig:
             hit = self._cast(start, rc, u)
             hh = hit.height - base_h
             need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
-        return idx, a, direction, plen, ga, gb, need, arc_ramp(t, gap[idx]) * smoothstep(plen / (ARC_PATH * lg))
+        return idx, a, direction, plen, ga, gb, need, arc_ramp(t, gap[idx], self.fps) * smoothstep(plen / (ARC_PATH * lg))
 
     def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""

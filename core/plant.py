@@ -345,7 +345,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         ground = blended + (1.0 - used) * ground
         anchored = used >= 1.0 - 1e-9
         if len(lock.anchors) == 2 and used >= 1.0 - 1e-9:
-            arc = _swing_line(obj, terrain, lock, ankle, soles, up, base, reach, lift, leg)
+            arc = _swing_line(obj, terrain, lock, ankle, soles, up, base, reach, lift, leg, timing[1])
 
     tilt = Quaternion()
     if limb.align_to_normal:
@@ -405,7 +405,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     correction = max(deficits) if deficits else 0.0
     target = target + up * correction
     pinned = (lock.weight > 0.0 or not limb.use_lock or not deficits or not anchored
-              or lifted <= SOLE_DOWN * leg)
+              or (lifted <= SOLE_DOWN * leg and not correction > floor + SOLE_DOWN * leg))
     rotation = turn @ pose.end_frame.to_quaternion()
     # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is
     # lowered under its animated height (its hover removed).
@@ -528,8 +528,10 @@ def _place(mw: Matrix, cs: list[Any], terrain: Terrain, up: Vector, leg: float) 
 ARC_SAMPLES = 15
 # How far (x leg length) before and after a step edge the swinging foot is already raised to clear it.
 ARC_WIDTH = 0.35
-# The part of the swing (fraction of its time, at each end) over which that lift fades in and out.
+# The part of the swing (fraction of its time, at each end) over which that lift fades in and out, and
+# at least this long (seconds, and frames): at 120 fps a lift-off beside a step took the lift in 4 frames.
 ARC_RAMP = 0.1
+ARC_RAMP_TIME = 0.1
 ARC_RAMP_FRAMES = 4.0
 # A swing shorter than this (x leg length) has no line to speak of: its line fades out below it (the
 # foot shuffles in place and keeps to the ground under it).
@@ -563,11 +565,12 @@ def smoothstep(x: Any) -> Any:
     return x * x * (3.0 - 2.0 * x)
 
 
-def arc_ramp(t: Any, gap: Any) -> Any:
+def arc_ramp(t: Any, gap: Any, fps: float) -> Any:
     """0 at either end of the swing (`t` from 0 to 1 over `gap` frames), rising smoothly (smoothstep) to 1
-    over ARC_RAMP of its time, and over at least ARC_RAMP_FRAMES frames."""
+    over ARC_RAMP of its time, and over at least ARC_RAMP_TIME seconds and ARC_RAMP_FRAMES frames."""
     gap = np.asarray(gap, dtype=np.float64)
-    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, ARC_RAMP_FRAMES))
+    least = max(ARC_RAMP_FRAMES, ARC_RAMP_TIME * fps)
+    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, least))
 
 
 @dataclass
@@ -590,7 +593,7 @@ class SwingLine:
 
 
 def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector], up: Vector, base: Vector,
-                reach: float, lift: Vector, leg: float) -> Optional[SwingLine]:
+                reach: float, lift: Vector, leg: float, fps: float) -> Optional[SwingLine]:
     """The swing's ground line (`SwingLine`) at this moment, or None where its ends miss the terrain.
     Along the swing's path (heel to toe) the terrain's rise above the line is sampled; each rise lifts
     the line within ARC_WIDTH x leg of it, by a smooth window of the distance from the foot, so the
@@ -630,7 +633,8 @@ def _swing_line(obj, terrain: Terrain, lock, ankle: Vector, soles: list[Vector],
         hit = terrain_height(terrain, q + up * (level - span - q.dot(up)), up, base, span)  # from `level` down
         if hit is not None:
             need = max(need, (hit[0] - line) * near)
-    return SwingLine(a, direction, plen, ha[0], hb[0], need, float(arc_ramp(t, lock.gap) * smoothstep(plen / (ARC_PATH * leg))))
+    ramp = float(arc_ramp(t, lock.gap, fps) * smoothstep(plen / (ARC_PATH * leg)))
+    return SwingLine(a, direction, plen, ha[0], hb[0], need, ramp)
 
 
 def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, leg: float) -> Optional[float]:

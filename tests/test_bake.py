@@ -264,3 +264,95 @@ def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
     for a, b in zip(idx, idx[1:]):
         assert abs(y[b] - y[a]) <= abs(cum[b] - cum[a]) + 1e-9
     assert np.any(y[moved] < offset[moved] - 1e-6)  # the spikes were cut
+
+
+def _swing_case(seed, n=400, fps=120.0):
+    """Random corrections of a foot (in leg lengths): contacts pinned, a floor under every frame, and the
+    clearance's switches (steps of up to 0.06 leg) between them."""
+    rng = np.random.default_rng(seed)
+    floor = np.cumsum(rng.normal(0.0, 0.002, n))
+    lift = np.where(rng.random(n) < 0.5, 0.0, rng.uniform(0.0, 0.06, n))
+    lift = np.repeat(lift[::8], 8)[:n]  # held for 8 frames, then switched: the jumps to smooth
+    pinned = np.zeros(n, dtype=bool)
+    for start in rng.integers(0, n - 30, 5):
+        pinned[start:start + 25] = True
+    correction = floor + np.where(pinned, 0.0, lift)
+    return correction, floor, pinned, fps
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_swing_smoothing_keeps_contacts_and_floor_and_spreads_the_jumps(seed):
+    """`batch.swing_smoothing`: pinned frames (contacts) exactly as they were, never below the floor (the
+    sole points on the terrain under them), and the clearance's jumps spread over several frames."""
+    correction, floor, pinned, fps = _swing_case(seed)
+    y = batch.swing_smoothing(correction, floor, pinned, fps, 1.0)
+    assert np.array_equal(y[pinned], correction[pinned])
+    assert np.all(y >= floor - 1e-12)
+    free = ~pinned[1:] & ~pinned[:-1]
+    far = np.convolve(pinned, np.ones(2 * 8 + 1), "same")[1:] == 0  # both frames well away from contacts
+    jumps = np.abs(np.diff(correction))[free & far]
+    smoothed = np.abs(np.diff(y))[free & far]
+    assert jumps.max() > 0.03
+    assert smoothed.max() <= 0.4 * jumps.max(), (smoothed.max(), jumps.max())
+    assert np.any(np.abs(y - correction) > 1e-3)
+
+
+def test_swing_smoothing_leaves_a_foot_that_follows_the_terrain_as_it_is():
+    """Where nothing lifts the foot over the terrain under its soles (correction == floor), its swing is
+    the animation's, whatever its shape: only the clearance's switches are smoothed."""
+    rng = np.random.default_rng(7)
+    n = 300
+    floor = np.cumsum(rng.normal(0.0, 0.01, n))  # a rough path: the Gaussian would change it
+    pinned = np.zeros(n, dtype=bool)
+    pinned[100:130] = True
+    assert np.array_equal(batch.swing_smoothing(floor, floor, pinned, 120.0, 1.0), floor)
+    # No frame rate (a scene without one): nothing to smooth over.
+    correction, floor2, pinned2, _fps = _swing_case(1)
+    assert np.array_equal(batch.swing_smoothing(correction, floor2, pinned2, 0.0, 1.0), correction)
+
+
+@pytest.mark.parametrize("fps", [24.0, 120.0])
+def test_swing_smoothing_of_a_range_needs_only_the_context_frames_around_it(fps):
+    """Rows `batch.context_frames` either side of a range are all it reads: the range comes out as it does
+    in the whole (what lets a bake of part of the scene match live preview over all of it)."""
+    correction, floor, pinned, _fps = _swing_case(3, n=600, fps=fps)
+    whole = batch.swing_smoothing(correction, floor, pinned, fps, 1.0)
+    pad = batch.context_frames(fps)
+    for a, b in ((37, 90), (200, 201), (300, 480)):
+        part = batch.swing_smoothing(correction[a - pad:b + pad], floor[a - pad:b + pad], pinned[a - pad:b + pad],
+                                     fps, 1.0)
+        assert np.allclose(part[pad:-pad], whole[a:b], atol=1e-12, rtol=0.0), (a, b)
+    # Fewer frames around it than that and the range's ends come out differently.
+    a, b = 300, 480
+    short = batch.swing_smoothing(correction[a - 1:b + 1], floor[a - 1:b + 1], pinned[a - 1:b + 1], fps, 1.0)
+    assert not np.allclose(short[1:-1], whole[a:b], atol=1e-9, rtol=0.0)
+
+
+@pytest.mark.parametrize("kind", ["stairs", "noise"])
+def test_a_bake_of_part_of_the_range_matches_the_whole_where_the_feet_are_smoothed(kind):
+    """The feet's smoothing between contacts reaches a few frames around each frame; a bake reads them
+    (`BakeJob.read`), so baking part of the range gives the frames the whole range (and live preview)
+    gives, on both paths (vectorised and frame by frame)."""
+    obj, terrain, leg = _walker(kind)
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    whole = bake.BakeJob([obj], 1, 48, scene)
+    whole.step(whole.total)
+    bake._fill_from_batch(whole.rigs[0])
+    delta = np.max([np.abs(v) for v in whole.rigs[0].batch.foot_delta.values()], 0)
+    assert len(delta) == 48 and delta.max() > 3e-4 * leg  # the smoothing does something on this walk
+    at = int(np.argmax(delta)) + 1
+    a, b = max(1, at - 3), min(48, at + 3)
+    for fast in (True, False):
+        part = bake.BakeJob([obj], a, b, scene, fast=fast)
+        part.step(part.total)
+        if fast:
+            bake._fill_from_batch(part.rigs[0])
+        col = 0
+        for c in part.rigs[0].channels:
+            va, vb = part.rigs[0].values[:, col:col + c.size], whole.rigs[0].values[a - 1:b, col:col + c.size]
+            tol = 1e-5 * leg if c.prop == "location" else 1e-4
+            assert abs(va - vb).max() <= tol, (fast, c.bone, c.prop, abs(va - vb).max())
+            col += c.size
+        part.cancel()
+    whole.cancel()

@@ -74,6 +74,8 @@ def test_lock_rules_and_the_all_frames_form_agree():
             assert tuple(arrays["offset"][k]) == pytest.approx(tuple(lk.offset), abs=1e-9)
             weights = [w for _p, w in lk.anchors] + [0.0, 0.0]
             assert (arrays["w0"][k], arrays["w1"][k]) == pytest.approx(tuple(weights[:2]), abs=1e-12)
+            for key in ("swing", "free", "pitch", "gap"):
+                assert arrays[key][k] == pytest.approx(getattr(lk, key), abs=1e-12), (key, k)
     # Locking off: no lock at all.
     s.limbs[0].use_lock = False
     assert contacts.lock_at(s.limbs[0], s.limbs[0].contacts[0].start, 24.0) == contacts.NO_LOCK
