@@ -68,10 +68,10 @@ class RigBake:
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
     # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
     pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
-    # Frame by frame, per foot (by limb index): (correction, floor, pinned, leg length) per frame from the
+    # Frame by frame, per foot (by limb index): (correction, floor, touch, pinned, leg length) per frame from the
     # first sweep (`RigResult.feet`), then what the smoothing between contacts (`batch.swing_smoothing`) adds
     # to each frame's correction.
-    feet: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    feet: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     foot_shift: dict[int, np.ndarray] = field(default_factory=dict)
     rest_leg: float = 0.0  # the longest enabled leg, in armature units (0: no foot)
 
@@ -232,8 +232,8 @@ class BakeJob:
                     if rig.pelvis is not None:
                         offset, moved, step = rig.pelvis
                         rig.pelvis = (batch.pelvis_speed_limit(offset, moved, step), moved, step)
-                    for k, (height, floor, pinned, leg) in rig.feet.items():
-                        rig.foot_shift[k] = batch.swing_change(height, floor, pinned, self.fps, leg)
+                    for k, (height, floor, touch, pinned, leg) in rig.feet.items():
+                        rig.foot_shift[k] = batch.swing_change(height, floor, touch, pinned, self.fps, leg)
         return self.done >= self.total
 
     def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
@@ -252,10 +252,11 @@ class BakeJob:
         step[row] = batch.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
         for k in result.feet:
             if k not in rig.feet:  # a foot unplanned so far: pinned (nan) on the rows before
-                rig.feet[k] = (np.full(row, np.nan), np.full(row, -np.inf), np.ones(row, dtype=bool), np.ones(row))
+                rig.feet[k] = (np.full(row, np.nan), np.full(row, -np.inf), np.full(row, -np.inf), np.ones(row, dtype=bool),
+                               np.ones(row))
             rig.feet[k] = tuple(_grown(a, row + 1, n) for a in rig.feet[k])  # type: ignore[assignment]
-        for k, (height, floor, pinned, leg) in rig.feet.items():
-            height[row], floor[row], pinned[row], leg[row] = result.feet.get(k, (np.nan, -np.inf, True, 1.0))
+        for k, (height, floor, touch, pinned, leg) in rig.feet.items():
+            height[row], floor[row], touch[row], pinned[row], leg[row] = result.feet.get(k, (np.nan, -np.inf, -np.inf, True, 1.0))
 
     def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
         obj = rig.obj

@@ -82,11 +82,15 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) 
 
 
 # A foot between two contacts has its correction (how far the plan lifts it over the ground it follows)
-# smoothed over time (`swing_smoothing`): a Gaussian of this many seconds, narrowed near each contact so
-# that a planted foot stays exactly where it stands. The clearance, swing-line and toe-up terms switch on
-# and off within a few frames (a lift-off beside a riser, a sole the animation brushes on its floor in
-# mid-air, a step edge passing), and at 120 fps each switch jerked the knee.
+# smoothed over time (`swing_smoothing`): a Gaussian of this many seconds over every frame, the frames it
+# may not change (contacts) included as they are. The clearance, swing-line and toe-up terms switch on and
+# off within a few frames (a lift-off beside a riser, a sole the animation brushes on its floor in mid-air,
+# a step edge passing, a toe-first landing), and at 120 fps each switch jerked the knee.
 SWING_SMOOTH = 0.03
+# Where the Gaussian moves a frame it may not change, the difference is carried back into the frames around
+# it, fading out over this many Gaussian widths (`swing_smoothing`): the foot meets each contact as it is,
+# with no jump, and the smoothing keeps its full width up to the contact.
+SWING_REACH = 3.0
 # A sole the animation has this close to its floor (x leg length) is where the animator put it: not smoothed.
 SOLE_DOWN = 1e-4
 # Smoothed fully where the plan lifts the foot this far (x leg length) over the terrain under its soles
@@ -94,66 +98,85 @@ SOLE_DOWN = 1e-4
 SWING_LIFTED = 0.005
 
 
+def _swing_spans(fps: float) -> tuple[float, int, float]:
+    """`swing_smoothing`'s Gaussian width and radius, and its carried differences' reach, in frames."""
+    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
+    return width, int(math.ceil(3.0 * width)), SWING_REACH * width
+
+
 def context_frames(fps: float) -> int:
     """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
     the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
-    return int(math.ceil(3.0 * SWING_SMOOTH * fps)) + 1 if fps > 0.0 else 0
+    if fps <= 0.0:
+        return 0
+    _width, radius, reach = _swing_spans(fps)
+    return radius + int(math.ceil(reach)) + 1
 
 
-def swing_smoothing(correction: np.ndarray, floor: np.ndarray, pinned: np.ndarray, fps: float,
-                    leg: Any) -> np.ndarray:
-    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the
-    ground it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds
-    whose width is at most half the frames to the nearest `pinned` frame (in a contact, a sole the
-    animation has on its floor, the ground not wholly from the contacts around, no plan), so pinned frames
-    keep theirs and the smoothing fades in and out around them; never below `floor`, the correction at
-    which the sole points touch the terrain right under them (-inf: no bound). Non-finite corrections count
-    as pinned and are left out of every average.
+def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
+    """The largest of `values` within `radius` rows of each row."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    padded = np.concatenate((np.full(radius, -np.inf), values, np.full(radius, -np.inf)))
+    return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
+
+
+def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
+                    fps: float, leg: Any) -> np.ndarray:
+    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
+    it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
+    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground not wholly from
+    the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
+    is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
+    at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
+    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
+    `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
+    the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
+    swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
     It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
     live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
     height = np.asarray(correction, dtype=np.float64)
     n = len(height)
     leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
-    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
+    width, r, reach = _swing_spans(fps)
     valid = np.isfinite(height)
     fixed = np.asarray(pinned, dtype=bool) | ~valid
     if n < 2 or width <= 0.0 or fixed.all():
         return height.copy()
+    values = np.where(valid, height, 0.0)
+    g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
+    total = np.convolve(valid.astype(np.float64), g, "same")
+    smooth = np.convolve(values, g, "same") / np.where(total > 0.0, total, 1.0)
+    # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
+    # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
+    # than that on either side.
+    moved = np.where(fixed & valid, height - smooth, 0.0)
     rows = np.arange(n)
     pins = np.flatnonzero(fixed)
-    if len(pins):
-        pos = np.searchsorted(pins, rows)
-        left = np.where(pos > 0, rows - pins[np.maximum(pos - 1, 0)], np.inf)
-        right = np.where(pos < len(pins), pins[np.minimum(pos, len(pins) - 1)] - rows, np.inf)
-        sigma = np.minimum(width, 0.5 * np.minimum(left, right))
-    else:
-        sigma = np.full(n, width)
-    r = int(math.ceil(3.0 * width))
-    k = np.arange(-r, r + 1, dtype=np.float64)
-    values = np.where(valid, height, 0.0)
-    low = np.where(np.isfinite(floor), floor, -np.inf)
-    bounded = np.isfinite(low)
-    # What lifts it over the terrain under it (all of it where no ray found that terrain).
-    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, low, 0.0)), np.where(valid, np.inf, 0.0))
-    out = height.copy()
-    free = np.flatnonzero(sigma > 0.0)
-    for at in range(0, len(free), 4096):  # bounded memory: rows x (2r + 1) weights at a time
-        i = free[at:at + 4096]
-        j = i[:, None] + np.arange(-r, r + 1)[None, :]
-        inside = (j >= 0) & (j < n)
-        jc = np.clip(j, 0, n - 1)
-        w = np.where(inside & valid[jc], np.exp(-0.5 * (k[None, :] / sigma[i][:, None]) ** 2), 0.0)
-        smooth = np.maximum((w * values[jc]).sum(1) / w.sum(1), low[i])
-        # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
-        # a foot that just follows the terrain keeps the animation's swing as it is.
-        near = smoothstep(np.where(inside & (w > 0.0), lifted[jc], 0.0).max(1) / (SWING_LIFTED * leg[i]))
-        out[i] = height[i] + near * (smooth - height[i])
-    return np.where(fixed, height, out)
+    at = np.searchsorted(pins, rows)
+    left = pins[np.maximum(at - 1, 0)]
+    right = pins[np.minimum(at, len(pins) - 1)]
+    dl = np.where(at > 0, rows - left, np.inf)
+    dr = np.where(at < len(pins), right - rows, np.inf)
+    fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
+    fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
+    share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
+    to_left = fl * (1.0 - fr) + fl * fr * share
+    to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
+    smooth = smooth + to_left * moved[left] + to_right * moved[right]
+    smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
+    # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
+    # a foot that just follows the terrain keeps the animation's swing as it is.
+    bounded = np.isfinite(floor)
+    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
+    near = smoothstep(np.minimum(_window_max(lifted, r), 1e300) / (SWING_LIFTED * leg))
+    return np.where(fixed, height, values + near * (smooth - values))
 
 
-def swing_change(correction: np.ndarray, floor: np.ndarray, pinned: np.ndarray, fps: float, leg: Any) -> np.ndarray:
+def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
+                 leg: Any) -> np.ndarray:
     """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
-    smoothed = swing_smoothing(correction, floor, pinned, fps, leg)
+    smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
     return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
 
 
@@ -162,9 +185,9 @@ class _Staged:
     """One chunk's foot plans and pelvis offset, between `BatchRig._stage` and `_finish`."""
 
     plans: list[Any]
-    # Per foot plan, for `swing_smoothing`: (its correction, floor, pinned, leg length), as `plant._FootPlan`
-    # has them.
-    floors: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    # Per foot plan, for `swing_smoothing`: (its correction, floor, touch, pinned, leg length), as
+    # `plant._FootPlan` has them.
+    floors: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     offset: np.ndarray
     moved: np.ndarray
     step: Any
@@ -630,8 +653,8 @@ class BatchRig:
         mw = self.mw
         up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
         for k, plan in enumerate(staged[0].plans):
-            correction, floor, pinned, leg = (np.concatenate([st.floors[k][i] for st in staged]) for i in range(4))
-            shift = swing_change(correction, floor, pinned, self.fps, leg)
+            correction, floor, touch, pinned, leg = (np.concatenate([st.floors[k][i] for st in staged]) for i in range(5))
+            shift = swing_change(correction, floor, touch, pinned, self.fps, leg)
             self.foot_delta[plan[0].index] = shift
             at = 0
             for st in staged:
@@ -810,8 +833,10 @@ class BatchRig:
         target = ankle + up * np.where(planned, ground, 0.0)[:, None]
         def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed; with the clearance
-            and without it (what the sole points need over the terrain right under them)."""
+            and without it (what the sole points need over the terrain right under them); what they need to
+            touch it, into `touching`."""
             deficits, bare = [], []
+            touching.clear()
             for p, h in zip(soles, heights.T):
                 m = target + qrot(turn, p - ankle)
                 below = self._cast(m, reach, up)  # m is already at the ground's height
@@ -826,8 +851,10 @@ class BatchRig:
                 need = bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up)
                 deficits.append(np.where(below.hit, need + extra, -np.inf))
                 bare.append(np.where(below.hit, need, -np.inf))
+                touching.append(np.where(below.hit, bh - np.einsum("ni,ni->n", m - base, up), -np.inf))
             return np.stack(deficits, 1), np.stack(bare, 1)
 
+        touching: list[np.ndarray] = []  # `plant._plan_foot`'s touch: each sole point on the terrain under it
         turn = tilt
         found, bare = needs(turn)
         if len(soles) > 1:
@@ -855,7 +882,8 @@ class BatchRig:
             free = lk["free"][idx] if lk is not None else 0.0  # `Lock.free`
             w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
-        floor = np.max(bare, 1)  # `plant._plan_foot`'s floor: the sole points on the terrain right under them
+        floor = np.max(bare, 1)  # `plant._plan_foot`'s floor: the sole points their height over the terrain under them
+        touch = np.max(np.stack(touching, 1), 1)  # and touching it
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
         # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
@@ -865,7 +893,7 @@ class BatchRig:
         down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)  # `plant._plan_foot`
         pinned = ~planned | ~np.isfinite(best) | ~anchored | down
         pinned |= lk["weight"] > 0.0 if lk is not None and lb.use_lock else True
-        return (planned, target, rotation, hip, leg, ext, support), (best, floor, pinned, leg)
+        return (planned, target, rotation, hip, leg, ext, support), (best, floor, touch, pinned, leg)
 
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
         """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""

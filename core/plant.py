@@ -61,8 +61,8 @@ class RigResult:
     pelvis_offset: float = 0.0
     pelvis_moved: bool = False
     # Per foot planned (by its index in the settings' limbs), for `batch.swing_smoothing` (`dry` only): its
-    # correction, floor, whether it is pinned (`_FootPlan`) and the leg's length.
-    feet: dict[int, tuple[float, float, bool, float]] = field(default_factory=dict)
+    # correction, floor, touch, whether it is pinned (`_FootPlan`) and the leg's length.
+    feet: dict[int, tuple[float, float, float, bool, float]] = field(default_factory=dict)
     limbs: list[LimbResult] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
 
@@ -195,7 +195,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
     if dry:
         result.pelvis_offset = offset
         index = {lb.as_pointer(): i for i, lb in enumerate(settings.limbs)}
-        result.feet = {index[p.limb.as_pointer()]: (p.correction, p.floor, p.pinned, p.reach) for p in plans}
+        result.feet = {index[p.limb.as_pointer()]: (p.correction, p.floor, p.touch, p.pinned, p.reach) for p in plans}
         return result
     if foot_shift:
         index = {lb.as_pointer(): i for i, lb in enumerate(settings.limbs)}
@@ -251,10 +251,12 @@ class _FootPlan:
     support: float = 0.0  # the pelvis's ground from this foot (see `_plan_foot`)
     extension: float = 1.0  # hip to ankle over the leg's length, as animated
     # For `batch.swing_smoothing`: how far the target is lifted over the ground it follows (`correction`)
-    # and how far it would be for the sole points to touch the terrain right under them (`floor`, -inf if
-    # no ray hit), and whether the foot is held where it is (`pinned`).
+    # and how far it would be for the sole points to stand their animated heights over the terrain right
+    # under them (`floor`, -inf if no ray hit) and to touch it (`touch`: no lower, or a sole goes through
+    # it), and whether the foot is held where it is (`pinned`).
     correction: float = 0.0
     floor: float = -math.inf
+    touch: float = -math.inf
     pinned: bool = True
 
 
@@ -359,11 +361,13 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     field_ = terrain.clearance(up, rest) if lock.swing > 0.0 else None
 
     bare: list[float] = []  # the deficits without the clearance (what the terrain right under needs)
+    touching: list[float] = []  # what each sole point needs to touch the terrain right under it
 
     def deficits_of(moved: list[Vector]) -> list[Optional[float]]:
         """How far each sole point must rise to stand its height above the ground under it (None: missed)."""
         out: list[Optional[float]] = []
         bare.clear()
+        touching.clear()
         for p, h in zip(moved, heights):
             below = terrain_height(terrain, p, up, base, reach)  # p is already at the ground's height
             if below is None:
@@ -378,6 +382,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
             need = below[0] + max(0.0, h) - (p - base).dot(up)
             out.append(need + extra)
             bare.append(need)
+            touching.append(below[0] - (p - base).dot(up))
         return out
 
     turn = tilt
@@ -402,6 +407,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
         w = arc.ramp * max(float(smoothstep(lifted / (SWING_LIFT * leg))), lock.free)
         deficits.append(w * over + (1.0 - w) * under_only)
     floor = max(bare) if bare else -math.inf
+    touch = max(touching) if touching else -math.inf
     correction = max(deficits) if deficits else 0.0
     target = target + up * correction
     pinned = (lock.weight > 0.0 or not limb.use_lock or not deficits or not anchored
@@ -413,7 +419,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     held = min(1.0, sum(w for _p, w in lock.anchors))
     support = held * (ground - (lifted - clearance)) + (1.0 - held) * window
     return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg,
-                     correction, floor, pinned)
+                     correction, floor, touch, pinned)
 
 
 # A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching the

@@ -267,34 +267,60 @@ def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
 
 
 def _swing_case(seed, n=400, fps=120.0):
-    """Random corrections of a foot (in leg lengths): contacts pinned, a floor under every frame, and the
-    clearance's switches (steps of up to 0.06 leg) between them."""
+    """Random corrections of a foot (in leg lengths): contacts pinned, a floor under every frame (the sole
+    points at their animated heights over the terrain) and the touch under it (on the terrain), and the
+    clearance's switches (steps of up to 0.06 leg) between them, some right at a contact's ends."""
     rng = np.random.default_rng(seed)
     floor = np.cumsum(rng.normal(0.0, 0.002, n))
+    touch = floor - rng.uniform(0.0, 0.03, n)
     lift = np.where(rng.random(n) < 0.5, 0.0, rng.uniform(0.0, 0.06, n))
     lift = np.repeat(lift[::8], 8)[:n]  # held for 8 frames, then switched: the jumps to smooth
     pinned = np.zeros(n, dtype=bool)
     for start in rng.integers(0, n - 30, 5):
         pinned[start:start + 25] = True
     correction = floor + np.where(pinned, 0.0, lift)
-    return correction, floor, pinned, fps
+    return correction, floor, touch, pinned, fps
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_swing_smoothing_keeps_contacts_and_floor_and_spreads_the_jumps(seed):
-    """`batch.swing_smoothing`: pinned frames (contacts) exactly as they were, never below the floor (the
-    sole points on the terrain under them), and the clearance's jumps spread over several frames."""
-    correction, floor, pinned, fps = _swing_case(seed)
-    y = batch.swing_smoothing(correction, floor, pinned, fps, 1.0)
+def test_swing_smoothing_keeps_contacts_and_touch_and_spreads_the_jumps(seed):
+    """`batch.swing_smoothing`: pinned frames (contacts) exactly as they were, never below the touch (the
+    sole points on the terrain under them), and the clearance's jumps spread over several frames, those
+    next to a contact as well as those well away from one."""
+    correction, floor, touch, pinned, fps = _swing_case(seed)
+    y = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
     assert np.array_equal(y[pinned], correction[pinned])
-    assert np.all(y >= floor - 1e-12)
-    free = ~pinned[1:] & ~pinned[:-1]
-    far = np.convolve(pinned, np.ones(2 * 8 + 1), "same")[1:] == 0  # both frames well away from contacts
-    jumps = np.abs(np.diff(correction))[free & far]
-    smoothed = np.abs(np.diff(y))[free & far]
+    assert np.all(y >= touch - 1e-12)
+    free = ~pinned[1:] | ~pinned[:-1]  # every step into, out of or between free frames
+    jumps = np.abs(np.diff(correction))[free]
+    smoothed = np.abs(np.diff(y))[free]
     assert jumps.max() > 0.03
-    assert smoothed.max() <= 0.4 * jumps.max(), (smoothed.max(), jumps.max())
+    assert smoothed.max() <= 0.5 * jumps.max(), (smoothed.max(), jumps.max())
     assert np.any(np.abs(y - correction) > 1e-3)
+
+
+@pytest.mark.parametrize("fps", [60.0, 120.0])  # at 30 fps its 0.03 s is under a frame: little to spread over
+def test_swing_smoothing_spreads_a_jump_at_lift_off_and_at_landing(fps):
+    """A clearance that switches on the frame after a contact ends, or off the frame before one starts: the
+    foot leaves and meets the contact exactly where it is, and the jump is spread over the frames around
+    (it was left whole when the smoothing narrowed to nothing near contacts). The touch may let it go under
+    the animation's floor, never under the terrain."""
+    n = int(fps)  # one second: contact, swing, contact
+    pinned = np.zeros(n, dtype=bool)
+    pinned[:n // 4] = True
+    pinned[3 * n // 4:] = True
+    floor = np.zeros(n)
+    correction = np.where(pinned, 0.0, 0.06)
+    touch = np.full(n, -0.03)
+    y = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    assert np.array_equal(y[pinned], correction[pinned])
+    assert np.abs(np.diff(correction)).max() == pytest.approx(0.06)
+    assert np.abs(np.diff(y)).max() <= 0.35 * 0.06, np.abs(np.diff(y)).max()
+    assert np.all(y >= touch)
+    # A touch above what the Gaussian gives holds it up: never below the terrain under the soles.
+    high = np.where(pinned, -np.inf, 0.05)
+    y2 = batch.swing_smoothing(correction, floor, high, pinned, fps, 1.0)
+    assert np.all(y2[~pinned] >= 0.05) and np.array_equal(y2[pinned], correction[pinned])
 
 
 def test_swing_smoothing_leaves_a_foot_that_follows_the_terrain_as_it_is():
@@ -305,26 +331,27 @@ def test_swing_smoothing_leaves_a_foot_that_follows_the_terrain_as_it_is():
     floor = np.cumsum(rng.normal(0.0, 0.01, n))  # a rough path: the Gaussian would change it
     pinned = np.zeros(n, dtype=bool)
     pinned[100:130] = True
-    assert np.array_equal(batch.swing_smoothing(floor, floor, pinned, 120.0, 1.0), floor)
+    assert np.array_equal(batch.swing_smoothing(floor, floor, floor - 0.02, pinned, 120.0, 1.0), floor)
     # No frame rate (a scene without one): nothing to smooth over.
-    correction, floor2, pinned2, _fps = _swing_case(1)
-    assert np.array_equal(batch.swing_smoothing(correction, floor2, pinned2, 0.0, 1.0), correction)
+    correction, floor2, touch2, pinned2, _fps = _swing_case(1)
+    assert np.array_equal(batch.swing_smoothing(correction, floor2, touch2, pinned2, 0.0, 1.0), correction)
 
 
 @pytest.mark.parametrize("fps", [24.0, 120.0])
 def test_swing_smoothing_of_a_range_needs_only_the_context_frames_around_it(fps):
     """Rows `batch.context_frames` either side of a range are all it reads: the range comes out as it does
     in the whole (what lets a bake of part of the scene match live preview over all of it)."""
-    correction, floor, pinned, _fps = _swing_case(3, n=600, fps=fps)
-    whole = batch.swing_smoothing(correction, floor, pinned, fps, 1.0)
+    correction, floor, touch, pinned, _fps = _swing_case(3, n=600, fps=fps)
+    whole = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
     pad = batch.context_frames(fps)
     for a, b in ((37, 90), (200, 201), (300, 480)):
-        part = batch.swing_smoothing(correction[a - pad:b + pad], floor[a - pad:b + pad], pinned[a - pad:b + pad],
-                                     fps, 1.0)
+        sl = slice(a - pad, b + pad)
+        part = batch.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
         assert np.allclose(part[pad:-pad], whole[a:b], atol=1e-12, rtol=0.0), (a, b)
     # Fewer frames around it than that and the range's ends come out differently.
     a, b = 300, 480
-    short = batch.swing_smoothing(correction[a - 1:b + 1], floor[a - 1:b + 1], pinned[a - 1:b + 1], fps, 1.0)
+    sl = slice(a - 1, b + 1)
+    short = batch.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
     assert not np.allclose(short[1:-1], whole[a:b], atol=1e-9, rtol=0.0)
 
 
