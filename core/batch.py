@@ -96,6 +96,11 @@ SOLE_DOWN = 1e-4
 # Smoothed fully where the plan lifts the foot this far (x leg length) over the terrain under its soles
 # within the Gaussian's reach, and not at all where it lifts it nowhere there.
 SWING_LIFTED = 0.005
+# A foot's ground between contacts comes from the contacts around it (`Lock.anchors`), faded into the terrain
+# right under it before the first contact and after the last. Its correction is smoothed where at least
+# this much of it comes from the contacts (the ground's fade ends in the frames just before a first contact);
+# where less does, the terrain right under the foot, which jumps at a step edge, weighs in it: pinned.
+ANCHORED = 0.9
 
 
 def _swing_spans(fps: float) -> tuple[float, int, float]:
@@ -125,8 +130,8 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
                     fps: float, leg: Any) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
-    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground not wholly from
-    the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
+    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground less than ANCHORED
+    from the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
     is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
     at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
     `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
@@ -778,7 +783,7 @@ class BatchRig:
         heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
         lifted = np.maximum(0.0, heights.min(1))  # `plant._plan_foot`
         arc = None
-        anchored = np.zeros(self.frames, dtype=bool)  # the ground wholly from the contacts around
+        anchored = np.zeros(self.frames, dtype=bool)  # the ground (almost) wholly from the contacts around
         w_all, ground_support = np.zeros(self.frames), np.zeros(self.frames)
         lk = lb.lock
         if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
@@ -816,7 +821,7 @@ class BatchRig:
                     gb = np.where(ok, hh, np.nan)
                     pb = p
             ground = blended + (1.0 - used) * ground
-            anchored = used >= 1.0 - 1e-9
+            anchored = used >= ANCHORED - 1e-9
             w_all, ground_support = lk["w0"] + lk["w1"], ground.copy()
             two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
             if two.any():
@@ -887,9 +892,13 @@ class BatchRig:
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
         # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
-        # under its animated height, faded into the terrain under the body without contacts around.
+        # under its animated height (the hover it carries between contacts), faded into the terrain under the
+        # body without contacts around.
         held = np.minimum(1.0, w_all)
-        support = held * (ground_support - (lifted - clearance)) + (1.0 - held) * window
+        lowered = lifted - clearance
+        if lk is not None:
+            lowered = np.where(lk["weight"] > 0.0, lowered, -lk["rise"] * world_scale)
+        support = held * (ground_support - lowered) + (1.0 - held) * window
         down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)  # `plant._plan_foot`
         pinned = ~planned | ~np.isfinite(best) | ~anchored | down
         pinned |= lk["weight"] > 0.0 if lk is not None and lb.use_lock else True

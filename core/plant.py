@@ -308,14 +308,14 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
     lifted = max(0.0, min(heights))  # the sole's height in the animation, above its floor
-    from .batch import SOLE_DOWN, object_moves
+    from .batch import ANCHORED, SOLE_DOWN, object_moves
     from .contacts import lock_at
 
     rest = rest_leg_length(obj, names)
     placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest)
     lock = lock_at(limb, timing[0], timing[1], placed)
     arc: Optional[SwingLine] = None
-    anchored = False  # the ground wholly from the contacts around
+    anchored = False  # the ground (almost) wholly from the contacts around (ANCHORED)
     if lock.point is not None or lock.down > 0.0 or lock.rise != 0.0 or lock.offset.length_squared > 0.0:
         # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
         # carries it between contacts), and the sole down onto the ground.
@@ -345,7 +345,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                 blended += w * hit[0]
                 used += w
         ground = blended + (1.0 - used) * ground
-        anchored = used >= 1.0 - 1e-9
+        anchored = used >= ANCHORED - 1e-9
         if len(lock.anchors) == 2 and used >= 1.0 - 1e-9:
             arc = _swing_line(obj, terrain, lock, ankle, soles, up, base, reach, lift, leg, timing[1])
 
@@ -414,10 +414,14 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
               or (lifted <= SOLE_DOWN * leg and not correction > floor + SOLE_DOWN * leg))
     rotation = turn @ pose.end_frame.to_quaternion()
     # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is
-    # lowered under its animated height (its hover removed).
+    # lowered under its animated height (its hover removed): in a contact by the hover of the frame, between
+    # contacts by the hover the foot carries (`Lock.rise`, blended across the swing), not by how far its
+    # sole happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the
+    # body up and down again).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
     held = min(1.0, sum(w for _p, w in lock.anchors))
-    support = held * (ground - (lifted - clearance)) + (1.0 - held) * window
+    lowered = lifted - clearance if lock.weight > 0.0 else -lock.rise * world_scale(obj)
+    support = held * (ground - lowered) + (1.0 - held) * window
     return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg,
                      correction, floor, touch, pinned)
 

@@ -49,6 +49,7 @@ def test_contacts_penetration_hover_skate_and_bone_lengths(clip, terrain):
     ("cmu_131_03_start_hop_stop_maxnames.bvh", "slope"), ("cmu_131_03_start_hop_stop_maxnames.bvh", "stairs"),
     ("cmu_131_01_start_walk_stop_maxnames.bvh", "flat"), ("cmu_131_01_start_walk_stop_maxnames.bvh", "slope"),
     ("cmu_131_01_start_walk_stop_maxnames.bvh", "noise"), ("cmu_01_01_forward_jumps.bvh", "slope"),
+    ("cmu_01_01_forward_jumps.bvh", "flat"), ("cmu_01_01_forward_jumps.bvh", "noise"),
 ])
 def test_no_pops(clip, terrain):
     """Knee and hip angular velocity stay within 1.2x the source's own maximum (on the runs where that
