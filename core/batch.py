@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 # offset (`plant.soft_reach_drop`) would, it moves earlier and lower instead (`pelvis_speed_limit`). A
 # person climbing stairs lifts the pelvis about 0.3 leg per second; a swing foot's target that jumps, or a
 # leg handing the body to the other at lift-off, would otherwise jerk the body and the standing knee.
-PELVIS_SPEED = 0.8
+PELVIS_SPEED = 1.0
 
 
 def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:

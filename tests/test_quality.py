@@ -38,23 +38,15 @@ def test_contacts_penetration_hover_skate_and_bone_lengths(clip, terrain):
         assert source["hover_max_rel"] > quality.TARGETS["hover"] or source["skate_max_rel"] > quality.TARGETS["skate"]
 
 
-@pytest.mark.parametrize("clip,terrain", [
-    ("cmu_12_01_walk.bvh", "flat"), ("cmu_12_01_walk.bvh", "noise"), ("cmu_12_01_walk.bvh", "slope"),
-    ("cmu_12_01_walk.bvh", "stairs"),
-    ("fair1_zombie_walk_zup.bvh", "flat"), ("fair1_zombie_walk_zup.bvh", "noise"),
-    ("fair1_zombie_walk_zup.bvh", "slope"), ("fair1_zombie_walk_zup.bvh", "stairs"),
-    ("fair1_jumping_zup.bvh", "flat"), ("fair1_jumping_zup.bvh", "slope"), ("fair1_jumping_zup.bvh", "stairs"),
-    ("fair1_jumping_zup.bvh", "noise"),
-    ("cmu_131_03_start_hop_stop_maxnames.bvh", "flat"), ("cmu_131_03_start_hop_stop_maxnames.bvh", "noise"),
-    ("cmu_131_03_start_hop_stop_maxnames.bvh", "slope"), ("cmu_131_03_start_hop_stop_maxnames.bvh", "stairs"),
-    ("cmu_131_01_start_walk_stop_maxnames.bvh", "flat"), ("cmu_131_01_start_walk_stop_maxnames.bvh", "slope"),
-    ("cmu_131_01_start_walk_stop_maxnames.bvh", "noise"), ("cmu_01_01_forward_jumps.bvh", "slope"),
-    ("cmu_01_01_forward_jumps.bvh", "flat"), ("cmu_01_01_forward_jumps.bvh", "noise"),
-])
+ALL_CLIPS = sorted(p.name for p in harness.MOCAP.glob("*.bvh"))
+
+
+@pytest.mark.parametrize("terrain", quality.TERRAINS)
+@pytest.mark.parametrize("clip", ALL_CLIPS)
 def test_no_pops(clip, terrain):
-    """Knee and hip angular velocity stay within 1.2x the source's own maximum (on the runs where that
-    holds today by a margin of at least 0.05, which the three Blender versions keep; docs/quality.md has
-    the whole table, and where it does not)."""
+    """Knee and hip angular velocity stay within 1.2x the source's own maximum, on every clip and terrain
+    of docs/quality.md. The closest run (131_01 on stairs, 1.19x) reads the same to four digits on
+    Blender 4.2, 4.5 and 5.0."""
     for foot in _row(clip, terrain)["feet"]:
         assert foot["knee_ratio"] <= quality.TARGETS["pops"], foot
         assert foot["hip_ratio"] <= quality.TARGETS["pops"], foot
