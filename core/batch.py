@@ -155,20 +155,21 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
     # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
     # than that on either side.
-    moved = np.where(fixed & valid, height - smooth, 0.0)
-    rows = np.arange(n)
     pins = np.flatnonzero(fixed)
-    at = np.searchsorted(pins, rows)
-    left = pins[np.maximum(at - 1, 0)]
-    right = pins[np.minimum(at, len(pins) - 1)]
-    dl = np.where(at > 0, rows - left, np.inf)
-    dr = np.where(at < len(pins), right - rows, np.inf)
-    fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
-    fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
-    share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
-    to_left = fl * (1.0 - fr) + fl * fr * share
-    to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
-    smooth = smooth + to_left * moved[left] + to_right * moved[right]
+    if len(pins):
+        moved = np.where(fixed & valid, height - smooth, 0.0)
+        rows = np.arange(n)
+        at = np.searchsorted(pins, rows)
+        left = pins[np.maximum(at - 1, 0)]
+        right = pins[np.minimum(at, len(pins) - 1)]
+        dl = np.where(at > 0, rows - left, np.inf)
+        dr = np.where(at < len(pins), right - rows, np.inf)
+        fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
+        fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
+        share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
+        to_left = fl * (1.0 - fr) + fl * fr * share
+        to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
+        smooth = smooth + to_left * moved[left] + to_right * moved[right]
     smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
     # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
     # a foot that just follows the terrain keeps the animation's swing as it is.

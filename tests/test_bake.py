@@ -323,6 +323,14 @@ def test_swing_smoothing_spreads_a_jump_at_lift_off_and_at_landing(fps):
     assert np.all(y2[~pinned] >= 0.05) and np.array_equal(y2[pinned], correction[pinned])
 
 
+def test_swing_smoothing_of_a_swing_with_no_contact_at_all():
+    """No pinned frame anywhere (a clip without contacts): the jumps are smoothed all the same."""
+    correction, floor, touch, _pinned, fps = _swing_case(2)
+    y = batch.swing_smoothing(correction, floor, touch, np.zeros(len(correction), dtype=bool), fps, 1.0)
+    assert np.all(np.isfinite(y)) and np.all(y >= touch - 1e-12)
+    assert np.abs(np.diff(y)).max() <= 0.5 * np.abs(np.diff(correction)).max()
+
+
 def test_swing_smoothing_leaves_a_foot_that_follows_the_terrain_as_it_is():
     """Where nothing lifts the foot over the terrain under its soles (correction == floor), its swing is
     the animation's, whatever its shape: only the clearance's switches are smoothed."""
