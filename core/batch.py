@@ -837,12 +837,11 @@ class BatchRig:
             frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
             tilt = qslerp(np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1)), full, frac)
         target = ankle + up * np.where(planned, ground, 0.0)[:, None]
-        def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed; with the clearance
-            and without it (what the sole points need over the terrain right under them); what they need to
-            touch it, into `touching`."""
-            deficits, bare = [], []
-            touching.clear()
+        def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed; with the clearance,
+            without it (what the sole points need over the terrain right under them), and what they need to
+            touch it."""
+            deficits, bare, touching = [], [], []
             for p, h in zip(soles, heights.T):
                 m = target + qrot(turn, p - ankle)
                 below = self._cast(m, reach, up)  # m is already at the ground's height
@@ -858,11 +857,10 @@ class BatchRig:
                 deficits.append(np.where(below.hit, need + extra, -np.inf))
                 bare.append(np.where(below.hit, need, -np.inf))
                 touching.append(np.where(below.hit, bh - np.einsum("ni,ni->n", m - base, up), -np.inf))
-            return np.stack(deficits, 1), np.stack(bare, 1)
+            return np.stack(deficits, 1), np.stack(bare, 1), np.stack(touching, 1)
 
-        touching: list[np.ndarray] = []  # `plant._plan_foot`'s touch: each sole point on the terrain under it
         turn = tilt
-        found, bare = needs(turn)
+        found, bare, touching = needs(turn)
         if len(soles) > 1:
             # `plant._toe_pitch`: a foot in the air turns toe-up rather than lift its ankle for its toe.
             loose = (lk["weight"] == 0.0) & (lk["pitch"] > 0.0) if lk is not None else np.ones(self.frames, dtype=bool)
@@ -871,7 +869,7 @@ class BatchRig:
             sel = loose & has
             if sel.any():
                 turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
-                found, bare = needs(turn)
+                found, bare, touching = needs(turn)
         best = np.max(found, 1)
         if arc is not None:
 
@@ -889,16 +887,14 @@ class BatchRig:
             w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
             best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
         floor = np.max(bare, 1)  # `plant._plan_foot`'s floor: the sole points their height over the terrain under them
-        touch = np.max(np.stack(touching, 1), 1)  # and touching it
+        touch = np.max(touching, 1)  # and touching it
         target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
         rotation = qmul(turn, mat_to_quat(end_frame))
         # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
         # under its animated height (the hover it carries between contacts), faded into the terrain under the
         # body without contacts around.
         held = np.minimum(1.0, w_all)
-        lowered = lifted - clearance
-        if lk is not None:
-            lowered = np.where(lk["weight"] > 0.0, lowered, -lk["rise"] * world_scale)
+        lowered = np.where(lk["weight"] > 0.0, lifted, -lk["rise"] * world_scale) if lk is not None else 0.0
         support = held * (ground_support - lowered) + (1.0 - held) * window
         down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)  # `plant._plan_foot`
         pinned = ~planned | ~np.isfinite(best) | ~anchored | down

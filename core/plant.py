@@ -420,7 +420,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     # body up and down again).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
     held = min(1.0, sum(w for _p, w in lock.anchors))
-    lowered = lifted - clearance if lock.weight > 0.0 else -lock.rise * world_scale(obj)
+    lowered = lifted if lock.weight > 0.0 else -lock.rise * world_scale(obj)
     support = held * (ground - lowered) + (1.0 - held) * window
     return _FootPlan(limb, names, pose, hip, target, rotation, leg, support, (points[-1] - hip).length / leg,
                      correction, floor, touch, pinned)

@@ -296,6 +296,9 @@ def test_swing_smoothing_keeps_contacts_and_touch_and_spreads_the_jumps(seed):
     smoothed = np.abs(np.diff(y))[free]
     assert jumps.max() > 0.03
     assert smoothed.max() <= 0.5 * jumps.max(), (smoothed.max(), jumps.max())
+    # Well away from contacts (both frames 8 or more from one), as much as before the contacts' own were.
+    far = free & (np.convolve(pinned, np.ones(2 * 8 + 1), "same")[1:] == 0)
+    assert np.abs(np.diff(y))[far].max() <= 0.4 * np.abs(np.diff(correction))[far].max()
     assert np.any(np.abs(y - correction) > 1e-3)
 
 
