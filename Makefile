@@ -1,8 +1,9 @@
 # Contact IK developer commands. `make demo` runs the main job, `make test` runs every check.
 PY := .venv/bin/python
 # The other supported Blenders, tested with their `bpy` wheels (the main one is pinned in
-# requirements-dev.txt). Each gets its own venv, .venv-<major.minor>.
-OTHER_BLENDERS := 4.5.15 4.2.23
+# requirements-dev.txt). Each gets its own venv, .venv-<major.minor>, with the Python its wheel needs
+# (3.11 up to 5.0, 3.13 from 5.1: tools/bootstrap.sh finds it).
+OTHER_BLENDERS := 4.5.15 4.2.23 5.2.3 5.1.2
 # e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
 DEMO_ARGS ?=
 
@@ -23,19 +24,17 @@ lint: venv
 typecheck: venv
 	@bash tools/typecheck.sh
 
-# Every check: ruff, mypy, then the whole suite on Blender 5.0, 4.5 LTS and 4.2 LTS.
-test: venv lint typecheck test-main test-others
+# Every check: ruff, mypy, then the whole suite on Blender 5.0, 4.5 LTS, 4.2 LTS, 5.2 and 5.1, two
+# suites at a time (tools/test_blenders.sh; TEST_JOBS=1 for one at a time).
+test: venv lint typecheck
+	@bash tools/test_blenders.sh main $(OTHER_BLENDERS)
 
 test-main: venv
 	@echo "== tests, $$(grep "^bpy==" requirements-dev.txt)"
-	@$(PY) -m pytest -q
+	@$(PY) -m pytest -q tests
 
 test-others:
-	@set -e; for v in $(OTHER_BLENDERS); do \
-	  bash tools/bootstrap.sh $$v; \
-	  echo "== tests, Blender $$v"; \
-	  .venv-$$(echo $$v | cut -d. -f1-2)/bin/python -m pytest -q -p no:cacheprovider; \
-	done
+	@bash tools/test_blenders.sh $(OTHER_BLENDERS)
 
 quality: venv
 	@$(PY) tools/quality.py

@@ -15,8 +15,12 @@ import tempfile
 from types import ModuleType
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-MOCAP = SHARED / "mocap"
+# The real clips the tests read, committed with the repository (tests/data/SOURCES.md: origin and
+# licence of each), so the suite runs from a fresh clone with nothing beside it.
+MOCAP = ROOT / "tests" / "data"
+# The broad corpus beside the checkout, for `make quality` and the benchmarks only: a fresh clone may
+# not have it, and no test may need it.
+CORPUS = ROOT.parent / "shared" / "mocap"
 REPO_MODULE = "contact_ik_tests"
 PACKAGE = f"bl_ext.{REPO_MODULE}.contact_ik"
 

@@ -175,7 +175,7 @@ def test_batch_bakes_every_good_clip_and_lists_the_bad_one(tmp_path):
     clips = tmp_path / "clips"
     clips.mkdir()
     for name in (CMU.name, ZUP.name):
-        (clips / name).symlink_to(harness.MOCAP / name)  # never copied: linked from ../shared
+        (clips / name).symlink_to(harness.MOCAP / name)  # never copied: linked from tests/data
     (clips / "corrupt.bvh").write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET nonsense\n")
     out = tmp_path / "out"
     proc = run("bake", str(clips), "--output-dir", str(out), "--report", str(tmp_path / "summary.json"), "--jobs", "2")
@@ -217,7 +217,7 @@ def test_evaluate_prints_and_reports_the_metrics_without_writing_anything(tmp_pa
 
 
 def test_a_leading_t_pose_frame_is_skipped(capfd):
-    """The cgspeed CMU files start with a T-pose frame (../shared/mocap/SOURCES.md): not motion."""
+    """The cgspeed CMU files start with a T-pose frame (tests/data/SOURCES.md): not motion."""
     for clip, skipped in ((CMU, True), (ZUP, False)):
         args = cli.parser().parse_args(["evaluate", str(clip)])
         cli.load(str(clip), args)

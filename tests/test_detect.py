@@ -433,7 +433,6 @@ def test_one_side_named_the_other_side_from_geometry_only_when_they_agree():
     assert found["Right Leg"].convention == "hierarchy" and found["Right Leg"].toe_bone == "toe_r9x"
 
 
-@pytest.mark.skipif(not harness.MOCAP.is_dir(), reason="../shared/mocap is not there")
 @pytest.mark.parametrize("clip, arms", [("cmu_12_01_walk.bvh", True), ("fair1_zombie_walk_zup.bvh", True),
                                         ("cmu_131_01_start_walk_stop_maxnames.bvh", False)])
 def test_real_mocap_skeleton_with_its_names_erased(scene, clip, arms):

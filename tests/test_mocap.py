@@ -1,4 +1,4 @@
-"""Real motion capture from ../shared/mocap: limb detection on every clip, Plant Feet on a noise terrain."""
+"""Real motion capture (the clips pinned in tests/data): limb detection on every clip, Plant Feet on a noise terrain."""
 
 from __future__ import annotations
 

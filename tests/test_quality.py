@@ -1,6 +1,7 @@
 """Motion quality on real mocap, guarded in CI: the issue's targets on two clips (a 120 fps CMU walk and a
-30 fps Z-up FAIR walk with heavy foot skate) over two terrains, with no per-clip tuning. The whole
-table (every clip, four terrains) is `make quality` -> docs/quality.md."""
+30 fps Z-up FAIR walk with heavy foot skate) over two terrains, and pops on every clip pinned in tests/data
+over four terrains, with no per-clip tuning. The whole table (the broad corpus of ../shared/mocap, four
+terrains) is `make quality` -> docs/quality.md."""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def test_contacts_penetration_hover_skate_and_bone_lengths(clip, terrain):
         assert source["hover_max_rel"] > quality.TARGETS["hover"] or source["skate_max_rel"] > quality.TARGETS["skate"]
 
 
+# The clips pinned in tests/data (the six development clips). The broad corpus of ../shared/mocap is
+# measured by `make quality` (docs/quality.md lists its misses); it is not gated here.
 ALL_CLIPS = sorted(p.name for p in harness.MOCAP.glob("*.bvh"))
 
 
 @pytest.mark.parametrize("terrain", quality.TERRAINS)
 @pytest.mark.parametrize("clip", ALL_CLIPS)
 def test_no_pops(clip, terrain):
-    """Knee and hip angular velocity stay within 1.2x the source's own maximum, on every clip and terrain
-    of docs/quality.md. The closest run (131_01 on stairs, 1.19x) reads the same to four digits on
+    """Knee and hip angular velocity stay within 1.2x the source's own maximum, on every pinned clip and
+    terrain. The closest run (131_01 on stairs, 1.19x) reads the same to four digits on
     Blender 4.2, 4.5 and 5.0."""
     for foot in _row(clip, terrain)["feet"]:
         assert foot["knee_ratio"] <= quality.TARGETS["pops"], foot

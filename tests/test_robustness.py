@@ -784,7 +784,7 @@ def test_cli_truncated_blend_gives_exit_code_2(tmp_path, capfd):
 
 @pytest.mark.parametrize("value", ["nan", "1e308", "x"])
 def test_cli_corrupt_bvh_gives_exit_code_2(tmp_path, capfd, value):
-    """A real skeleton (the CMU walk's hierarchy, read from ../shared, written to a temp file) whose motion
+    """A real skeleton (the CMU walk's hierarchy, read from tests/data, written to a temp file) whose motion
     is not numbers, or overflows."""
     text = (harness.MOCAP / "cmu_12_01_walk.bvh").read_text()
     hierarchy = text[: text.index("MOTION")]
