@@ -67,8 +67,11 @@ if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want"
   exit 0
 fi
 echo "[bootstrap] setting up $venv with Python $python_version (first run downloads Blender as a Python module, ~400 MB)" >&2
-rm -rf "$venv"
-"$python" -m venv "$venv"
+# A venv made with another Python (say 3.11 where 5.1+ needs 3.13) is made anew; otherwise it is updated.
+if ! "$venv/bin/python" -c "import sys; assert sys.version[:${#python_version}] == '$python_version'" >/dev/null 2>&1; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 tmp="$(mktemp)"
 echo "$wanted" > "$tmp"
