@@ -4,11 +4,13 @@
     contact_ik bake INPUT [INPUT ...] [--terrain NAME|FILE] [--output OUT.blend] [--export OUT.bvh|OUT.fbx]
                     [--report REPORT.json] [--frame-start N] [--frame-end N] [--armature NAME]
                     [--up-axis Z] [--forward-axis Y] [--scale S] [--overwrite] [--jobs N] [--output-dir DIR]
+                    [--scheduler tcp://HOST:PORT [--worker-command CMD]]
     contact_ik detect INPUT [--armature NAME] [--up-axis Z] [--forward-axis Y]
 
 INPUT is a .blend, or a motion file (.bvh, .fbx) read with Blender's own importers. Several inputs,
-or a folder, make a batch: a pool of worker processes (one per core by default) bakes one clip each;
-a bad clip fails alone and is listed in the summary report. Exit codes: 0 done, 2 bad input (the
+or a folder, or several --terrain, make a batch: a pool of worker processes (one per core by default)
+bakes one clip on one terrain each; a bad clip fails alone and is listed in the summary report. With
+--scheduler the batch runs on a Dask cluster instead (cluster.py). Exit codes: 0 done, 2 bad input (the
 message says how to fix it), 1 a batch in which some clips failed, or an unexpected error.
 """
 
@@ -29,53 +31,19 @@ from typing import Any, Optional
 
 import bpy
 
-MOTION = {".bvh", ".fbx"}
-TERRAIN_FILES = {".obj", ".ply", ".stl"}
-EXPORTS = {".bvh", ".fbx", ".blend"}
-
-
-class InputError(Exception):
-    """Bad input: the message says what is wrong and how to fix it (exit code 2)."""
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="contact_ik", description="Contact IK: plant feet on terrain and bake, headless.")
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("bake", help="bake planted feet (and hands) into a new action")
-    b.add_argument("inputs", nargs="+", help=".blend, .bvh or .fbx files, or folders of them")
-    b.add_argument("--terrain", help="terrain: an object name in the .blend, or a mesh file (.obj, .ply, .stl); "
-                   "default: the rig's terrain setting, else a flat ground at the animation's floor")
-    b.add_argument("--armature", help="name of the armature to bake (default: the only, or the animated one)")
-    b.add_argument("--output", help="output .blend (default: INPUT_STEM.contact_ik.blend beside the input)")
-    b.add_argument("--output-dir", help="folder for outputs (batch default: beside each input)")
-    b.add_argument("--export", action="append", default=[], help="also write the cleaned motion: .bvh or .fbx "
-                   "(repeatable; in a batch give just the extension, e.g. --export .fbx)")
-    b.add_argument("--report", help="write a JSON report: per clip and limb, frames, quality metrics, timings")
-    b.add_argument("--frame-start", type=int, help="first frame (default: the scene's)")
-    b.add_argument("--frame-end", type=int, help="last frame (default: the scene's)")
-    b.add_argument("--up-axis", default="auto", choices=["auto", "X", "Y", "Z", "-X", "-Y", "-Z"],
-                   help="up axis of a motion file: auto (default) tries Y, the BVH/FBX convention, and takes Z "
-                   "when the skeleton then lies on its back")
-    b.add_argument("--forward-axis", default=None, choices=["X", "Y", "Z", "-X", "-Y", "-Z"],
-                   help="forward axis of a motion file (default: -Z for Y up, Y for Z up)")
-    b.add_argument("--scale", type=float, default=1.0, help="scale applied when importing a motion file")
-    b.add_argument("--overwrite", action="store_true", help="allow writing over existing files, the input included")
-    b.add_argument("--jobs", type=int, default=0, help="worker processes for a batch (default: one per core)")
-    e = sub.add_parser("evaluate", help="plant and measure without writing anything but the report: penetration, "
-                       "hover, skate, pops, bone length and reach errors, beside the source animation's own")
-    e.add_argument("inputs", nargs="+", help=".blend, .bvh or .fbx files")
-    for action in b._actions:
-        if action.dest in ("terrain", "armature", "report", "frame_start", "frame_end", "up_axis", "forward_axis",
-                           "scale"):
-            e._add_action(action)
-    e.set_defaults(output=None, output_dir=None, export=[], overwrite=False, jobs=1)
-    d = sub.add_parser("detect", help="list the limbs found in a file")
-    d.add_argument("inputs", nargs=1)
-    d.add_argument("--armature")
-    d.add_argument("--up-axis", default="auto", choices=["auto", "X", "Y", "Z", "-X", "-Y", "-Z"])
-    d.add_argument("--forward-axis", default=None, choices=["X", "Y", "Z", "-X", "-Y", "-Z"])
-    d.add_argument("--scale", type=float, default=1.0)
-    return p
+from .cli_args import (  # noqa: F401  (EXPORTS, InputError and parser are this module's interface too)
+    EXPORTS,
+    MOTION,
+    TERRAIN_FILES,
+    InputError,
+    Job,
+    batch_jobs,
+    expand_inputs,
+    is_batch,
+    job_args,
+    parser,
+    terrains,
+)
 
 
 def execute(argv: Sequence[str]) -> int:
@@ -88,6 +56,15 @@ def execute(argv: Sequence[str]) -> int:
         if args.command == "detect":
             return _detect(args)
         inputs = expand_inputs(args.inputs)
+        if args.command == "bake" and args.scheduler:
+            from . import cluster
+
+            return cluster.run(inputs, args, runner=os.environ.get("CONTACT_IK_RUNNER"))
+        if args.command == "bake" and is_batch(inputs, args):
+            return run_batch(inputs, args)
+        if len(terrains(args)) > 1:
+            raise InputError("evaluate measures one terrain at a time: give one --terrain")
+        args.terrain = terrains(args)[0]
         if args.command == "evaluate":
             reports = [bake_file(i, args, write=False) for i in inputs]
             if args.report:
@@ -95,8 +72,6 @@ def execute(argv: Sequence[str]) -> int:
             for r in reports:
                 print(format_quality(r))
             return 0
-        if len(inputs) > 1 or any(pathlib.Path(i).is_dir() for i in args.inputs):
-            return run_batch(inputs, args)
         report = bake_file(inputs[0], args)
         if args.report:
             _write_json(args.report, {"clips": [report], "failed": []})
@@ -111,20 +86,6 @@ def execute(argv: Sequence[str]) -> int:
         traceback.print_exc()
         print(f"contact_ik: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-
-
-def expand_inputs(items: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        p = pathlib.Path(item)
-        if p.is_dir():
-            found = sorted(str(c) for c in p.iterdir() if c.suffix.lower() in MOTION | {".blend"})
-            if not found:
-                raise InputError(f"folder {item!r} holds no .blend, .bvh or .fbx files")
-            out += found
-        else:
-            out.append(item)
-    return out
 
 
 # --------------------------------------------------------------------------------------------- one clip
@@ -529,50 +490,31 @@ def worker_command() -> list[str]:
     return [sys.executable, runner]
 
 
-def _clip_args(path: str, args: argparse.Namespace, report: str) -> list[str]:
-    src = pathlib.Path(path)
-    folder = pathlib.Path(args.output_dir) if args.output_dir else src.parent
-    out = ["bake", path, "--report", report, "--output", str(folder / f"{src.stem}.contact_ik.blend"),
-           f"--up-axis={args.up_axis}", f"--scale={args.scale!r}"]
-    if args.forward_axis:
-        out.append(f"--forward-axis={args.forward_axis}")
-    for e in args.export:
-        out += ["--export", e if e.lower().lstrip(".") in {"bvh", "fbx"} else str(folder / f"{src.stem}{pathlib.Path(e).suffix}")]
-    for flag, value in (("--terrain", args.terrain), ("--armature", args.armature), ("--frame-start", args.frame_start),
-                        ("--frame-end", args.frame_end), ("--output-dir", args.output_dir)):
-        if value is not None:
-            out += [flag, str(value)]
-    if args.overwrite:
-        out.append("--overwrite")
-    return out
-
-
 def run_batch(inputs: list[str], args: argparse.Namespace) -> int:
-    if args.output:
-        raise InputError("--output names one file: for a batch use --output-dir")
+    jobs_list = batch_jobs(inputs, args)
     base = worker_command()
     jobs = args.jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="contact_ik_batch_") as folder:  # the workers' reports, removed after
-        return _run_batch(inputs, args, base, jobs, t0, pathlib.Path(folder))
+        return _run_batch(jobs_list, args, base, jobs, t0, pathlib.Path(folder))
 
 
-def _run_batch(inputs: list[str], args: argparse.Namespace, base: list[str], jobs: int, t0: float,
+def _run_batch(jobs_list: list[Job], args: argparse.Namespace, base: list[str], jobs: int, t0: float,
                tmp: pathlib.Path) -> int:
 
-    def one(i_path: tuple[int, str]) -> dict:
-        i, path = i_path
+    def one(i_job: tuple[int, Job]) -> dict:
+        i, job = i_job
         report = tmp / f"clip_{i}.json"
         started = time.perf_counter()
-        proc = subprocess.run(base + _clip_args(path, args, str(report)), capture_output=True, text=True)
+        proc = subprocess.run(base + job_args(job, args, str(report)), capture_output=True, text=True)
         took = time.perf_counter() - started
         data = json.loads(report.read_text()) if report.exists() else {"clips": [], "failed": []}
         err_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("contact_ik:")]
-        return {"input": path, "code": proc.returncode, "seconds": took, "report": data,
+        return {"input": job.input, "terrain": job.terrain, "code": proc.returncode, "seconds": took, "report": data,
                 "error": err_lines[-1] if err_lines else (proc.stderr.strip().splitlines() or [""])[-1]}
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(one, enumerate(inputs)))
+        results = list(pool.map(one, enumerate(jobs_list)))
     clips, failed = [], []
     for r in results:
         if r["code"] == 0 and r["report"]["clips"]:
@@ -580,12 +522,12 @@ def _run_batch(inputs: list[str], args: argparse.Namespace, base: list[str], job
             clip["worker_s"] = r["seconds"]
             clips.append(clip)
         else:
-            failed.append({"input": r["input"], "exit_code": r["code"], "error": r["error"]})
+            failed.append({"input": r["input"], "terrain": r["terrain"], "exit_code": r["code"], "error": r["error"]})
     summary = {"clips": clips, "failed": failed, "jobs": jobs, "wall_s": time.perf_counter() - t0}
     if args.report:
         _write_json(args.report, summary)
-    print(f"contact_ik: batch of {len(inputs)} clip(s) with {jobs} worker(s): {len(clips)} baked, {len(failed)} failed "
-          f"in {summary['wall_s']:.1f} s")
+    print(f"contact_ik: batch of {len(jobs_list)} clip(s) with {jobs} worker(s): {len(clips)} baked, {len(failed)} "
+          f"failed in {summary['wall_s']:.1f} s")
     for f in failed:
         print(f"  FAILED {f['input']}: {f['error']}", file=sys.stderr)
     return 0 if not failed else 1

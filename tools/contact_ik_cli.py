@@ -17,6 +17,37 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def headless(module: str):  # type: ignore[no-untyped-def]
+    """A module of this checkout that needs no Blender (`cli_args`, `cluster`), imported without the
+    extension's package __init__ (which imports bpy)."""
+    import types
+
+    name = "contact_ik_headless"
+    if name not in sys.modules:
+        pkg = types.ModuleType(name)
+        pkg.__path__ = [str(ROOT)]
+        sys.modules[name] = pkg
+    return importlib.import_module(f"{name}.{module}")
+
+
+def coordinate(argv: list[str]) -> int:
+    """`bake ... --scheduler ADDRESS`: the Dask coordinator, in this Python, without starting Blender."""
+    cli_args, cluster = headless("cli_args"), headless("cluster")
+    try:
+        args = cli_args.parser().parse_args(argv)
+    except SystemExit as exc:  # argparse printed the usage
+        return int(exc.code or 0) and 2
+    try:
+        return int(cluster.run(cli_args.expand_inputs(args.inputs), args, runner=str(pathlib.Path(__file__).resolve())))
+    except cli_args.InputError as exc:
+        print(f"contact_ik: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__" and any(a == "--scheduler" or a.startswith("--scheduler=") for a in sys.argv[1:]):
+    sys.exit(coordinate(sys.argv[1:]))
 REPO_MODULE = "contact_ik_runner"
 USER = pathlib.Path(os.environ.get("CONTACT_IK_USER", ROOT / "out" / "runner_user")).resolve()
 USER.mkdir(parents=True, exist_ok=True)
@@ -33,9 +64,11 @@ def _sources_newer_than(zip_path: pathlib.Path) -> bool:
     if not zip_path.exists():
         return True
     built = zip_path.stat().st_mtime
-    for p in ROOT.rglob("*"):
-        if p.suffix in {".py", ".toml"} and ".venv" not in p.parts and "out" not in p.parts and p.stat().st_mtime > built:
-            return True
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in {"out", "dist", "__pycache__"}]
+        for f in files:
+            if f.endswith((".py", ".toml")) and os.stat(os.path.join(folder, f)).st_mtime > built:
+                return True
     return False
 
 
@@ -44,6 +77,16 @@ def extension_zip() -> pathlib.Path:
     if given:
         return pathlib.Path(given).resolve()
     dist = ROOT / "out" / "runner_dist"
+    dist.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    # Batch and cluster workers start at once: one builds, the others wait and take its zip.
+    with open(dist / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fresh_zip(dist)
+
+
+def _fresh_zip(dist: pathlib.Path) -> pathlib.Path:
     zips = sorted(dist.glob("contact_ik-*.zip"))
     if zips and not _sources_newer_than(zips[-1]):
         return zips[-1]
