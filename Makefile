@@ -7,7 +7,7 @@ OTHER_BLENDERS := 4.5.15 4.2.23 5.2.3 5.1.2
 # e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
 DEMO_ARGS ?=
 
-.PHONY: venv build demo test test-main test-others lint typecheck quality bench bench-quick clean
+.PHONY: venv build demo test test-main test-others lint typecheck quality bench bench-quick bench-cluster clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -44,6 +44,10 @@ bench: venv
 
 bench-quick: venv
 	@$(PY) benchmarks/run_all.py --quick --output out/benchmarks-quick.md
+
+# The batch on a Dask cluster (1 and 2 local workers) beside the local pool -> docs/cluster_benchmark.md
+bench-cluster: venv
+	@$(PY) benchmarks/bench_cluster.py
 
 clean:
 	rm -rf dist out .venv .venv-*

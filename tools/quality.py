@@ -31,6 +31,7 @@ harness.install()
 import bmesh  # noqa: E402
 import bpy  # noqa: E402
 import bpy_kit  # noqa: E402
+import corpus  # noqa: E402  (tools/corpus.py: the declared tuning and check halves)
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
@@ -179,7 +180,7 @@ def verdict(row: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-def corpus() -> tuple[list[pathlib.Path], str]:
+def default_clips() -> tuple[list[pathlib.Path], str]:
     """The clips to measure by default and a line saying where they come from: every clip of the broad
     corpus, or, where it is not beside the checkout, the clips pinned in tests/data, said loudly."""
     if harness.CORPUS.is_dir():
@@ -241,6 +242,17 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     met = {k: sum(verdict(r)[k] for r in rows) for k in TARGETS}
     out += ["", "## Summary", "", "| target | runs meeting it |", "|---|---|"]
     out += [f"| {k} | {n} of {len(rows)} |" for k, n in met.items()]
+    halves = {h: [r for r in rows if corpus.half(r["clip"]) == h] for h in ("tuning", "check", "undeclared")}
+    if halves["check"] or halves["undeclared"]:
+        out += ["", "By the halves declared in `tools/corpus.py` before any tuning on them (constants are tuned on the "
+                "tuning half only):", "", "| target | " + " | ".join(f"{h} half ({len(rs)} runs)" for h, rs in halves.items()
+                                                                        if rs) + " |",
+                "|---|" + "---|" * sum(1 for rs in halves.values() if rs)]
+        for k in TARGETS:
+            out.append(f"| {k} | " + " | ".join(f"{sum(verdict(r)[k] for r in rs)} of {len(rs)}"
+                                                 for rs in halves.values() if rs) + " |")
+        out.append("| every target | " + " | ".join(f"{sum(all(verdict(r).values()) for r in rs)} of {len(rs)}"
+                                                    for rs in halves.values() if rs) + " |")
     pinned = {p.name for p in harness.MOCAP.glob("*.bvh")}
     misses = [(r, [k for k, ok in verdict(r).items() if not ok]) for r in rows]
     misses = [(r, m) for r, m in misses if m]
@@ -251,8 +263,10 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         out += [f"{len(misses)} of {len(rows)} runs miss at least one target. Clips marked * are pinned in "
                 "`tests/data` and gated by the test suite; the others are measured here, not gated in CI.", "",
                 "| clip | terrain | missed |", "|---|---|---|"]
-        out += [f"| {r['clip']}{' *' if r['clip'] in pinned else ''} | {r['terrain']} | {', '.join(m)} |"
-                for r, m in misses]
+        out[-2] = "| clip | half | terrain | missed |"
+        out[-1] = "|---|---|---|---|"
+        out += [f"| {r['clip']}{' *' if r['clip'] in pinned else ''} | {corpus.half(r['clip'])} | {r['terrain']} | "
+                f"{', '.join(m)} |" for r, m in misses]
     return "\n".join(out) + "\n"
 
 
@@ -267,7 +281,7 @@ def main() -> None:
     if args.clips:
         clips, source = [clip_path_named(c) for c in args.clips], "The clips " + ", ".join(f"`{c}`" for c in args.clips)
     else:
-        clips, source = corpus()
+        clips, source = default_clips()
     t0 = time.perf_counter()
     rows = []
     for clip in clips:
