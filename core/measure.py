@@ -1,0 +1,404 @@
+"""Motion quality as a user sees it, measured independently of the model.
+
+`core/metrics.py` measures the model on its own terms: skate over the contacts Contact IK detected and
+locked, penetration at the sole points it placed. This module takes nothing from the model but which bones
+are the legs:
+
+- **world space**, up is the scene's world Z, whatever the armature object's rotation, scale or parents;
+- **the leg length** from the joints (hip, knee and ankle heads in the rest pose), never from a bone's tail;
+- **sole points**: from the skeleton, the ball (the toe bone's head), the toe tip (the toe bone's tail, or
+  the foot bone's tail where there is no toe) and the heel (below the ankle at the rest pose's sole level,
+  carried by the foot bone); from the skinned mesh, where one is bound, the lowest vertices weighted to the
+  foot and toe bones in the rest pose (heel, ball, toe tip and the sides);
+- **the terrain** by ray cast down onto a BVH tree of its evaluated meshes, built here;
+- **contacts from the source animation**, by a detector of its own (not the one that locks): the ball or toe
+  tip within 3 % of the leg of the source's floor, and the ball moving under 0.25 leg/s;
+- **penetration** beyond the source's own dip below its floor (what the capture itself does is not ours),
+  **hover** of the lowest sole point during source contacts, **skate** as the ball's horizontal drift over
+  each source contact (also in millimetres for a 0.9 m leg: viewers notice foot sliding above about 21 mm,
+  Prazak, Hoyet and O'Sullivan, SCA 2011), **pops** as peak knee and hip angular velocity and acceleration
+  beside the source's, and the **identity**: how far each sole point moves from the source's (for flat
+  ground at the source's own floor, where nothing should change), outside frames where the source itself
+  goes below its floor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import bpy
+import numpy as np
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+UP = np.array([0.0, 0.0, 1.0])
+CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's floor...
+CONTACT_SPEED = 0.25  # leg/s: ...and the ball slower than this is a source contact
+MIN_CONTACT_FRAMES = 2
+MESH_SOLE_BAND = 0.03  # x leg: a bound mesh's sole is its foot vertices this close to their lowest
+HUMAN_LEG_MM = 900.0  # a 0.9 m leg, to state skate in millimetres at human scale
+PERCEPTIBLE_SKATE_MM = 21.0
+IDENTITY_TOLERANCE = 0.005  # x leg: flat ground at the source's floor gives the source back within this
+
+
+@dataclass
+class Foot:
+    """The bones of one leg, as the rig's settings name them."""
+
+    name: str
+    thigh: str
+    shin: str
+    foot: str
+    toe: Optional[str]
+
+
+@dataclass
+class Samples:
+    """One foot over the frames, world space: sole points (frames x points x 3) and joint rotations."""
+
+    heel: np.ndarray
+    ball: np.ndarray
+    tip: np.ndarray
+    mesh: Optional[np.ndarray]  # frames x vertices x 3, or None where no mesh is bound
+    knee: list[Any] = field(default_factory=list)  # shin's rotation in the thigh's frame
+    hip: list[Any] = field(default_factory=list)  # thigh's rotation in its parent's frame
+
+    def skeleton(self) -> np.ndarray:
+        return np.stack([self.heel, self.ball, self.tip], axis=1)
+
+
+class Ground:
+    """The terrain as a BVH tree of its evaluated meshes in world space, with down-ray heights."""
+
+    def __init__(self, objects: Sequence[bpy.types.Object], depsgraph: bpy.types.Depsgraph):
+        verts: list[Vector] = []
+        polys: list[tuple[int, ...]] = []
+        for ob in objects:
+            ev = ob.evaluated_get(depsgraph)
+            me = ev.to_mesh()
+            try:
+                base = len(verts)
+                mw = ev.matrix_world
+                verts += [mw @ v.co for v in me.vertices]
+                polys += [tuple(base + i for i in p.vertices) for p in me.polygons]
+            finally:
+                ev.to_mesh_clear()
+        self.tree = BVHTree.FromPolygons(verts, polys) if polys else None
+        self.top = max((v.z for v in verts), default=0.0)
+        self.bottom = min((v.z for v in verts), default=0.0)
+
+    def heights(self, points: np.ndarray) -> np.ndarray:
+        """The terrain's height under each point (nan where nothing is under or over it)."""
+        flat = points.reshape(-1, 3)
+        out = np.full(len(flat), math.nan)
+        if self.tree is None:
+            return out.reshape(points.shape[:-1])
+        start = self.top + 1.0 + abs(self.top - self.bottom)
+        reach = start - self.bottom + 1.0
+        for i, p in enumerate(flat):
+            hit = self.tree.ray_cast(Vector((p[0], p[1], start)), Vector((0.0, 0.0, -1.0)), reach)
+            if hit[0] is not None:
+                out[i] = hit[0].z
+        return out.reshape(points.shape[:-1])
+
+
+class Plane:
+    """A horizontal plane at height z (the source's own floor)."""
+
+    def __init__(self, z: float):
+        self.z = z
+
+    def heights(self, points: np.ndarray) -> np.ndarray:
+        return np.full(points.shape[:-1], self.z)
+
+
+def feet_of(obj: bpy.types.Object) -> list[Foot]:
+    """The legs as the rig's settings name them (the only thing taken from Contact IK)."""
+    out = []
+    for lb in obj.contact_ik.limbs:
+        names = [b.bone for b in lb.bones if b.bone]
+        if lb.kind != "FOOT" or len(names) < 2 or not lb.end_bone:
+            continue
+        toe = lb.toe_bone if lb.toe_bone and lb.toe_bone in obj.data.bones else None
+        out.append(Foot(lb.name, names[0], names[-1], lb.end_bone, toe))
+    return out
+
+
+def leg_length(obj: bpy.types.Object, foot: Foot) -> float:
+    """Hip to knee plus knee to ankle, from the joints (bone heads) in the rest pose, in world units."""
+    mw, bones = obj.matrix_world, obj.data.bones
+    hip, knee, ankle = (mw @ bones[n].head_local for n in (foot.thigh, foot.shin, foot.foot))
+    return float((knee - hip).length + (ankle - knee).length)
+
+
+def _vec(v: Vector) -> list[float]:
+    return [v.x, v.y, v.z]
+
+
+def _heel_in_foot(obj: bpy.types.Object, foot: Foot) -> Vector:
+    """The heel in the foot bone's rest frame: below the ankle (world down) at the rest sole's level."""
+    mw, bones = obj.matrix_world, obj.data.bones
+    fb = bones[foot.foot]
+    ankle = mw @ fb.head_local
+    tips = [mw @ fb.tail_local] if foot.toe is None else [mw @ bones[foot.toe].head_local, mw @ bones[foot.toe].tail_local]
+    sole = min(p.z for p in tips)
+    heel = Vector((ankle.x, ankle.y, min(sole, ankle.z)))
+    return (mw @ fb.matrix_local).inverted() @ heel
+
+
+def _skinned(obj: bpy.types.Object) -> list[bpy.types.Object]:
+    """Meshes deformed by `obj` (an Armature modifier pointing at it)."""
+    return [m for m in bpy.context.scene.objects if m.type == "MESH"
+            and any(md.type == "ARMATURE" and md.object == obj for md in m.modifiers)]
+
+
+def _mesh_sole(obj: bpy.types.Object, foot: Foot, leg: float) -> list[tuple[bpy.types.Object, list[int]]]:
+    """Per bound mesh, the indices of its sole vertices: weighted (>= 0.5) to the foot or toe bone, within
+    MESH_SOLE_BAND of the lowest of them in the rest pose (the undeformed mesh)."""
+    out = []
+    names = {foot.foot} | ({foot.toe} if foot.toe else set())
+    for mesh in _skinned(obj):
+        groups = {g.index for g in mesh.vertex_groups if g.name in names}
+        if not groups:
+            continue
+        mw = mesh.matrix_world
+        idx, zs = [], []
+        for v in mesh.data.vertices:
+            if sum(g.weight for g in v.groups if g.group in groups) >= 0.5:
+                idx.append(v.index)
+                zs.append((mw @ v.co).z)
+        if idx:
+            low = min(zs)
+            out.append((mesh, [i for i, z in zip(idx, zs) if z <= low + MESH_SOLE_BAND * leg]))
+    return out
+
+
+def sample(obj: bpy.types.Object, feet: Sequence[Foot], frames: Sequence[int], scene: bpy.types.Scene) -> dict[str, Samples]:
+    """Play `frames` and record each foot's sole points and joint rotations, as the rig plays now."""
+    pbs = obj.pose.bones
+    legs = {f.name: leg_length(obj, f) for f in feet}
+    heels = {f.name: _heel_in_foot(obj, f) for f in feet}
+    soles = {f.name: _mesh_sole(obj, f, legs[f.name]) for f in feet}
+    rec: dict[str, dict[str, list[Any]]] = {f.name: {"heel": [], "ball": [], "tip": [], "mesh": [], "knee": [],
+                                                     "hip": []} for f in feet}
+    current = scene.frame_current
+    try:
+        for fr in frames:
+            scene.frame_set(fr)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            mw = obj.matrix_world
+            meshes: dict[str, np.ndarray] = {}
+            for f in feet:
+                r = rec[f.name]
+                fp = pbs[f.foot]
+                r["heel"].append(_vec(mw @ (fp.matrix @ heels[f.name])))
+                if f.toe:
+                    r["ball"].append(_vec(mw @ pbs[f.toe].head))
+                    r["tip"].append(_vec(mw @ pbs[f.toe].tail))
+                else:
+                    r["ball"].append(_vec(mw @ fp.tail))
+                    r["tip"].append(_vec(mw @ fp.tail))
+                pts = []
+                for mesh, idx in soles[f.name]:
+                    if mesh.name not in meshes:
+                        ev = mesh.evaluated_get(depsgraph)
+                        me = ev.to_mesh()
+                        co = np.empty(len(me.vertices) * 3)
+                        me.vertices.foreach_get("co", co)
+                        m = np.array(ev.matrix_world)
+                        co = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+                        ev.to_mesh_clear()
+                        meshes[mesh.name] = co
+                    pts.append(meshes[mesh.name][idx])
+                r["mesh"].append(np.concatenate(pts) if pts else None)
+                thigh, shin = pbs[f.thigh], pbs[f.shin]
+                tq, sq = (mw @ thigh.matrix).to_quaternion(), (mw @ shin.matrix).to_quaternion()
+                r["knee"].append((tq.inverted() @ sq).normalized())
+                parent = (mw @ thigh.parent.matrix).to_quaternion() if thigh.parent else mw.to_quaternion()
+                r["hip"].append((parent.inverted() @ tq).normalized())
+    finally:
+        scene.frame_set(current)
+    out = {}
+    for f in feet:
+        r = rec[f.name]
+        mesh = np.stack(r["mesh"]) if r["mesh"] and r["mesh"][0] is not None else None
+        out[f.name] = Samples(np.asarray(r["heel"]), np.asarray(r["ball"]), np.asarray(r["tip"]), mesh,
+                              r["knee"], r["hip"])
+    return out
+
+
+def source_floor(samples: dict[str, Samples]) -> float:
+    """The source's floor: the median of the lowest tenth of the feet's lowest skeleton sole point per frame
+    (robust to a few frames through the floor and to a clip that is mostly in the air)."""
+    low = np.concatenate([s.skeleton()[..., 2].min(axis=1) for s in samples.values()])
+    k = max(1, len(low) // 10)
+    return float(np.median(np.sort(low)[:k]))
+
+
+def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tuple[int, int]]:
+    """Contact intervals (first, last frame index) of the source: the ball or toe tip within
+    CONTACT_HEIGHT of the floor and the ball slower than CONTACT_SPEED (both x leg)."""
+    low = np.minimum(s.ball[:, 2], s.tip[:, 2]) - floor
+    step = np.linalg.norm(np.diff(s.ball[:, :2], axis=0), axis=1) * fps
+    speed = np.concatenate([[step[0] if len(step) else 0.0], step])
+    if len(step):
+        speed = np.minimum(speed, np.concatenate([step, [step[-1]]]))  # slow on either side of the frame
+    on = (low <= CONTACT_HEIGHT * leg) & (speed <= CONTACT_SPEED * leg)
+    out, start = [], None
+    for i, v in enumerate(list(on) + [False]):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            if i - start >= MIN_CONTACT_FRAMES:
+                out.append((start, i - 1))
+            start = None
+    return out
+
+
+def _angular(rotations: list[Any], fps: float) -> tuple[float, float]:
+    """Largest angular speed (deg/s) and acceleration (deg/s^2) of a sequence of rotations."""
+    if len(rotations) < 2:
+        return 0.0, 0.0
+    w = []
+    for q0, q1 in zip(rotations, rotations[1:]):
+        d = q0.inverted() @ q1
+        if d.w < 0.0:
+            d.negate()
+        axis, angle = d.to_axis_angle()
+        w.append(np.asarray(axis) * angle * fps)
+    arr = np.asarray(w)
+    speed = float(np.degrees(np.linalg.norm(arr, axis=1)).max())
+    acc = float(np.degrees(np.linalg.norm(np.diff(arr, axis=0), axis=1)).max() * fps) if len(arr) > 1 else 0.0
+    return speed, acc
+
+
+def _depth(points: np.ndarray, ground: Any) -> np.ndarray:
+    """How far each point is below the ground under it (0 above; nan where there is no ground)."""
+    h = ground.heights(points)
+    return np.maximum(0.0, h - points[..., 2])
+
+
+def _nanmax(a: np.ndarray) -> float:
+    a = np.asarray(a, dtype=float)
+    return float(np.nanmax(a)) if a.size and np.isfinite(a).any() else 0.0
+
+
+@dataclass
+class FootQuality:
+    """Independent figures for one foot; lengths as fractions of the leg (`_rel`) unless named `_mm`."""
+
+    limb: str
+    leg_length: float
+    source_contacts: int
+    penetration_skeleton_rel: float  # beyond the source's own dip below its floor
+    penetration_mesh_rel: Optional[float]  # None: no mesh bound to the foot
+    hover_max_rel: float
+    skate_max_rel: float
+    skate_max_mm: float  # at human scale (a 0.9 m leg)
+    source_skate_max_rel: float
+    knee_velocity_max: float
+    knee_velocity_source: float
+    knee_acceleration_max: float
+    knee_acceleration_source: float
+    hip_velocity_max: float
+    hip_velocity_source: float
+    identity_max_rel: float  # largest move of a sole point from the source's (outside source penetration)
+
+    @property
+    def penetration_rel(self) -> float:
+        return max(self.penetration_skeleton_rel, self.penetration_mesh_rel or 0.0)
+
+    @property
+    def knee_ratio(self) -> float:
+        return self.knee_velocity_max / self.knee_velocity_source if self.knee_velocity_source else 0.0
+
+    @property
+    def hip_ratio(self) -> float:
+        return self.hip_velocity_max / self.hip_velocity_source if self.hip_velocity_source else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.update(penetration_rel=self.penetration_rel, knee_ratio=self.knee_ratio, hip_ratio=self.hip_ratio)
+        return d
+
+
+def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str, float], ground: Any,
+            fps: float) -> list[FootQuality]:
+    """The independent figures of `ours` on `ground`, against the source's own on its floor."""
+    floor = Plane(source_floor(source))
+    out = []
+    for name, src in source.items():
+        got, leg = ours[name], legs[name]
+        contacts = source_contacts(src, floor.z, leg, fps)
+        src_dip = _depth(src.skeleton(), floor).max(axis=0)  # per sole point, over the clip
+        pen = np.maximum(0.0, np.nan_to_num(_depth(got.skeleton(), ground), nan=0.0).max(axis=0) - src_dip).max()
+        pen_mesh = None
+        if got.mesh is not None and src.mesh is not None:
+            src_mesh_dip = _depth(src.mesh, floor).max()
+            pen_mesh = max(0.0, _nanmax(_depth(got.mesh, ground)) - src_mesh_dip) / leg
+        heights = got.skeleton()[..., 2] - ground.heights(got.skeleton())
+        hover, skate, src_skate = 0.0, 0.0, 0.0
+        for a, b in contacts:
+            hover = max(hover, _nanmax(np.nanmin(heights[a:b + 1], axis=1)))
+            skate = max(skate, float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max()))
+            src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
+        # The identity is judged outside frames where the source goes below its floor or skates: in a
+        # source contact, once its ball has drifted IDENTITY_TOLERANCE from where the contact began.
+        excluded = (_depth(src.skeleton(), floor) > IDENTITY_TOLERANCE * leg).any(axis=1)
+        for a, b in contacts:
+            drift = np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1)
+            excluded[a:b + 1] |= drift > IDENTITY_TOLERANCE * leg
+        moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
+        identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
+        kv, ka = _angular(got.knee, fps)
+        skv, ska = _angular(src.knee, fps)
+        hv, _ = _angular(got.hip, fps)
+        shv, _ = _angular(src.hip, fps)
+        out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
+                               skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka, ska, hv, shv,
+                               identity / leg))
+    return out
+
+
+@contextmanager
+def playing_source(obj: bpy.types.Object) -> Iterator[None]:
+    """The rig plays its source animation (live preview off, the source action) inside the block."""
+    from . import anim, bake, live
+
+    action = anim.action_of(obj)
+    source = bake.source_of(action)
+    slot = getattr(anim.slot_of(obj), "identifier", None)
+    was_live = obj.name in live.live_rigs
+    live.live_rigs.discard(obj.name)
+    live.restore_for_edit(obj)
+    if source is not None:
+        anim.assign(obj, source, slot)
+    try:
+        yield
+    finally:
+        if source is not None and action is not None:
+            anim.assign(obj, action, slot)
+        if was_live:
+            live.live_rigs.add(obj.name)
+
+
+def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], frames: Sequence[int],
+            scene: bpy.types.Scene) -> list[FootQuality]:
+    """The independent figures of `obj` as it plays now (a bake or live preview) over `frames`, on the
+    terrain made of `terrain_objects`, against its source animation."""
+    from .contacts import fps_of
+
+    feet = feet_of(obj)
+    if not feet:
+        return []
+    ground = Ground(terrain_objects, bpy.context.evaluated_depsgraph_get())
+    ours = sample(obj, feet, frames, scene)
+    with playing_source(obj):
+        source = sample(obj, feet, frames, scene)
+    scene.frame_set(scene.frame_current)
+    return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps_of(scene))
+
