@@ -232,11 +232,10 @@ def sample(obj: bpy.types.Object, feet: Sequence[Foot], frames: Sequence[int], s
 
 
 def source_floor(samples: dict[str, Samples]) -> float:
-    """The source's floor: the median of the lowest tenth of the feet's lowest skeleton sole point per frame
-    (robust to a few frames through the floor and to a clip that is mostly in the air)."""
+    """The source's floor: the 10th percentile of the feet's lowest skeleton sole point per frame (robust to
+    a few frames through the floor, such as a landing's dip, and to a clip that is mostly in the air)."""
     low = np.concatenate([s.skeleton()[..., 2].min(axis=1) for s in samples.values()])
-    k = max(1, len(low) // 10)
-    return float(np.median(np.sort(low)[:k]))
+    return float(np.percentile(low, 10))
 
 
 def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tuple[int, int]]:

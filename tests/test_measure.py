@@ -1,0 +1,96 @@
+"""The independent measure (core/measure.py): what it finds on synthetic samples whose answer is known,
+and on a baked walk, beside the model's own view."""
+
+from __future__ import annotations
+
+import bpy
+import harness
+import numpy as np
+import pytest
+import scenes
+from mathutils import Quaternion
+
+measure = harness.module("core.measure")
+setup = harness.module("core.setup")
+bake = harness.module("core.bake")
+
+FPS = 30.0
+LEG = 1.0
+
+
+def _walk_samples(n: int = 60, sink: float = 0.0, drift: float = 0.0) -> measure.Samples:
+    """A foot planted (frames 0-29) then swinging: ball and toe tip on the floor while planted, the heel
+    0.2 behind. `sink` pushes the planted foot below the floor on frames 10-12 (a landing's dip), `drift`
+    slides it during the contact."""
+    ball = np.zeros((n, 3))
+    for i in range(n):
+        if i < 30:
+            ball[i] = (drift * i / 29.0, 0.0, -sink if 10 <= i <= 12 else 0.0)
+        else:
+            s = (i - 29) / (n - 30)
+            ball[i] = (drift + s, 0.0, 0.2 * np.sin(np.pi * s))
+    tip = ball + np.array([0.1, 0.0, 0.0])
+    heel = ball + np.array([-0.2, 0.0, 0.0])
+    rot = [Quaternion((1.0, 0.0, 0.0, 0.0))] * n
+    return measure.Samples(heel, ball, tip, None, list(rot), list(rot))
+
+
+def test_source_contacts_are_low_and_slow_frames():
+    s = _walk_samples()
+    assert measure.source_contacts(s, 0.0, LEG, FPS) == [(0, 29)]
+    fast = _walk_samples(drift=3.0)  # 3 legs in a second: sliding, not standing
+    assert measure.source_contacts(fast, 0.0, LEG, FPS) == []
+
+
+def test_compare_finds_penetration_skate_and_the_moved_foot():
+    source = {"L": _walk_samples()}
+    ours = {"L": _walk_samples(sink=0.02, drift=0.03)}
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.source_contacts == 1
+    assert q.penetration_skeleton_rel == pytest.approx(0.02)
+    assert q.skate_max_rel == pytest.approx(0.03) and q.skate_max_mm == pytest.approx(27.0)
+    assert q.source_skate_max_rel == pytest.approx(0.0)
+    assert q.identity_max_rel == pytest.approx(0.03)  # the swing, carried 0.03 along by the drift
+    same = measure.compare(source, {"L": _walk_samples()}, {"L": LEG}, measure.Plane(0.0), FPS)[0]
+    assert same.penetration_rel == 0.0 and same.skate_max_rel == 0.0 and same.identity_max_rel == 0.0
+
+
+def test_what_the_source_does_itself_is_not_counted_against_us():
+    """The source's own dip below its floor, and frames where it skates, are its own."""
+    source = {"L": _walk_samples(sink=0.01, drift=0.05)}
+    ours = {"L": _walk_samples(sink=0.01, drift=0.0)}  # the same dip, and the skate fixed
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.penetration_skeleton_rel == pytest.approx(0.0)
+    assert q.skate_max_rel == pytest.approx(0.0) and q.source_skate_max_rel == pytest.approx(0.05)
+
+
+def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
+    """The metarig's clean walk (tests/scenes.py) baked on flat ground at its floor, with a box skinned to
+    each foot: the independent figures exist for the skeleton and the mesh, and the identity holds."""
+    obj = scenes.metarig()
+    scenes.author_walk(obj)
+    leg = scenes.leg_length(obj)
+    terrain = scenes.flat(leg)
+    for side in ("L", "R"):
+        bpy.ops.mesh.primitive_cube_add(size=1.0)
+        box = bpy.context.active_object
+        fb = obj.data.bones[f"foot.{side}"]
+        box.scale = (0.08, 0.25, 0.05)
+        box.location = obj.matrix_world @ ((fb.head_local + obj.data.bones[f"toe.{side}"].tail_local) / 2)
+        bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
+        group = box.vertex_groups.new(name=f"foot.{side}")
+        group.add([v.index for v in box.data.vertices], 1.0, "REPLACE")
+        box.modifiers.new("Armature", "ARMATURE").object = obj
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    terrain.select_set(True)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    frames = list(range(bpy.context.scene.frame_start, bpy.context.scene.frame_end + 1))
+    bake.BakeJob([obj], frames[0], frames[-1], bpy.context.scene).finish()
+    feet = measure.measure(obj, [terrain], frames, bpy.context.scene)
+    assert [q.limb for q in feet] == ["Left Leg", "Right Leg"]
+    for q in feet:
+        assert q.leg_length == pytest.approx(leg, rel=1e-3)
+        assert q.source_contacts >= 1
+        assert q.penetration_mesh_rel is not None  # the boxes are bound to the feet
+        assert q.knee_velocity_source > 0.0
