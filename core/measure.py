@@ -225,8 +225,8 @@ def sample(obj: bpy.types.Object, feet: Sequence[Foot], frames: Sequence[int], s
     out = {}
     for f in feet:
         r = rec[f.name]
-        mesh = np.stack(r["mesh"]) if r["mesh"] and r["mesh"][0] is not None else None
-        out[f.name] = Samples(np.asarray(r["heel"]), np.asarray(r["ball"]), np.asarray(r["tip"]), mesh,
+        sole = np.stack(r["mesh"]) if r["mesh"] and r["mesh"][0] is not None else None
+        out[f.name] = Samples(np.asarray(r["heel"]), np.asarray(r["ball"]), np.asarray(r["tip"]), sole,
                               r["knee"], r["hip"])
     return out
 
