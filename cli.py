@@ -32,7 +32,9 @@ from typing import Any, Optional
 import bpy
 
 from .cli_args import (  # noqa: F401  (EXPORTS, InputError and parser are this module's interface too)
+    EXPORT_FORMATS,
     EXPORTS,
+    GLTF,
     MOTION,
     TERRAIN_FILES,
     InputError,
@@ -109,7 +111,12 @@ def load(path: str, args: argparse.Namespace) -> None:
             raise InputError(f"{path!r} is not a readable .blend file ({_first_line(exc)})") from exc
         return
     if ext not in MOTION:
-        raise InputError(f"{path!r}: unsupported input type {ext!r}; give a .blend, .bvh or .fbx file")
+        raise InputError(f"{path!r}: unsupported input type {ext!r}; give a .blend, .bvh, .fbx, .glb or .gltf file")
+    if ext in GLTF:
+        _import_motion(p, ext, "Y", args)
+        args.used_up_axis = "Y"
+        args.skipped_bind_pose = _skip_bind_pose()
+        return
     up = args.up_axis if args.up_axis != "auto" else "Y"
     _import_motion(p, ext, up, args)
     if args.up_axis == "auto" and _lies_down():
@@ -156,6 +163,15 @@ def _import_motion(p: pathlib.Path, ext: str, up: str, args: argparse.Namespace)
             addon_utils.enable("io_anim_bvh", default_set=False)
             bpy.ops.import_anim.bvh(filepath=str(p), axis_up=up, axis_forward=forward, global_scale=args.scale,
                                     update_scene_fps=True, update_scene_duration=True)
+        elif ext in GLTF:
+            # Blender's glTF importer with its defaults; glTF fixes the axes, so --up-axis does not apply.
+            addon_utils.enable("io_scene_gltf2", default_set=False)
+            bpy.ops.import_scene.gltf(filepath=str(p))
+            if args.scale != 1.0:
+                for ob in bpy.context.scene.objects:
+                    if ob.parent is None:
+                        ob.scale = ob.scale * args.scale
+                        ob.location = ob.location * args.scale
         else:
             addon_utils.enable("io_scene_fbx", default_set=False)
             bpy.ops.import_scene.fbx(filepath=str(p), axis_up=up, axis_forward=forward, global_scale=args.scale,
@@ -325,9 +341,9 @@ def outputs_for(path: str, args: argparse.Namespace) -> tuple[pathlib.Path, list
     exports = []
     for e in args.export:
         ep = pathlib.Path(e)
-        if ep.suffix.lower() not in {".bvh", ".fbx"} and e.lower() not in {".bvh", ".fbx", "bvh", "fbx"}:
-            raise InputError(f"--export {e!r}: give a .bvh or .fbx path (or just .bvh / .fbx)")
-        if e.lower().lstrip(".") in {"bvh", "fbx"}:
+        if ep.suffix.lower().lstrip(".") not in EXPORT_FORMATS and e.lower().lstrip(".") not in EXPORT_FORMATS:
+            raise InputError(f"--export {e!r}: give a .bvh, .fbx or .glb path (or just .bvh / .fbx / .glb)")
+        if e.lower().lstrip(".") in EXPORT_FORMATS:
             ep = folder / f"{src.stem}.contact_ik.{e.lower().lstrip('.')}"
         exports.append(ep.resolve())
     for target in [out, *exports]:
@@ -423,6 +439,20 @@ def export_motion(obj: bpy.types.Object, path: pathlib.Path, start: int, end: in
     if path.suffix.lower() == ".bvh":
         addon_utils.enable("io_anim_bvh", default_set=False)
         bpy.ops.export_anim.bvh(filepath=str(path), frame_start=start, frame_end=end, check_existing=False)
+    elif path.suffix.lower() == ".glb":
+        # The armature and the meshes it deforms, with the baked action, as one binary glTF.
+        addon_utils.enable("io_scene_gltf2", default_set=False)
+        for ob in bpy.context.scene.objects:
+            if ob.type == "MESH" and any(m.type == "ARMATURE" and m.object == obj for m in ob.modifiers):
+                ob.select_set(True)
+        scene = bpy.context.scene
+        kept = scene.frame_start, scene.frame_end
+        scene.frame_start, scene.frame_end = start, end
+        try:
+            bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", use_selection=True,
+                                      export_animations=True, export_frame_range=True, check_existing=False)
+        finally:
+            scene.frame_start, scene.frame_end = kept
     else:
         addon_utils.enable("io_scene_fbx", default_set=False)
         bpy.ops.export_scene.fbx(filepath=str(path), use_selection=True, object_types={"ARMATURE"}, bake_anim=True,

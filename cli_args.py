@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-MOTION = {".bvh", ".fbx"}
+MOTION = {".bvh", ".fbx", ".glb", ".gltf"}
+GLTF = {".glb", ".gltf"}  # glTF is Y-up by its specification: Blender's importer turns it Z-up itself
 TERRAIN_FILES = {".obj", ".ply", ".stl"}
-EXPORTS = {".bvh", ".fbx", ".blend"}
+EXPORT_FORMATS = {"bvh", "fbx", "glb"}
+EXPORTS = {".bvh", ".fbx", ".glb", ".blend"}
 AXES = ["X", "Y", "Z", "-X", "-Y", "-Z"]
 
 
@@ -25,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="contact_ik", description="Contact IK: plant feet on terrain and bake, headless.")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bake", help="bake planted feet (and hands) into a new action")
-    b.add_argument("inputs", nargs="+", help=".blend, .bvh or .fbx files, or folders of them")
+    b.add_argument("inputs", nargs="+", help=".blend, .bvh, .fbx, .glb or .gltf files, or folders of them")
     b.add_argument("--terrain", action="append", default=None,
                    help="terrain: an object name in the .blend, or a mesh file (.obj, .ply, .stl); default: the rig's "
                    "terrain setting, else a flat ground at the animation's floor. Repeat it to bake every clip on each "
@@ -33,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--armature", help="name of the armature to bake (default: the only, or the animated one)")
     b.add_argument("--output", help="output .blend (default: INPUT_STEM.contact_ik.blend beside the input)")
     b.add_argument("--output-dir", help="folder for outputs (batch default: beside each input)")
-    b.add_argument("--export", action="append", default=[], help="also write the cleaned motion: .bvh or .fbx "
+    b.add_argument("--export", action="append", default=[], help="also write the cleaned motion: .bvh, .fbx or .glb "
                    "(repeatable; in a batch give just the extension, e.g. --export .fbx)")
     b.add_argument("--report", help="write a JSON report: per clip and limb, frames, quality metrics, timings")
     b.add_argument("--frame-start", type=int, help="first frame (default: the scene's)")
@@ -55,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
                    "else `blender` on its PATH)")
     e = sub.add_parser("evaluate", help="plant and measure without writing anything but the report: penetration, "
                        "hover, skate, pops, bone length and reach errors, beside the source animation's own")
-    e.add_argument("inputs", nargs="+", help=".blend, .bvh or .fbx files")
+    e.add_argument("inputs", nargs="+", help=".blend, .bvh, .fbx, .glb or .gltf files")
     for action in b._actions:
         if action.dest in ("terrain", "armature", "report", "frame_start", "frame_end", "up_axis", "forward_axis",
                            "scale"):
@@ -83,7 +85,7 @@ def expand_inputs(items: Sequence[str]) -> list[str]:
         if p.is_dir():
             found = sorted(str(c) for c in p.iterdir() if c.suffix.lower() in MOTION | {".blend"})
             if not found:
-                raise InputError(f"folder {item!r} holds no .blend, .bvh or .fbx files")
+                raise InputError(f"folder {item!r} holds no .blend, .bvh, .fbx, .glb or .gltf files")
             out += found
         else:
             out.append(item)
@@ -114,8 +116,8 @@ def batch_jobs(inputs: Sequence[str], args: argparse.Namespace) -> list[Job]:
     if args.output:
         raise InputError("--output names one file: for a batch use --output-dir")
     for e in args.export:
-        if e.lower().lstrip(".") not in {"bvh", "fbx"}:
-            raise InputError(f"--export {e!r}: in a batch give just the extension, --export .bvh or --export .fbx")
+        if e.lower().lstrip(".") not in EXPORT_FORMATS:
+            raise InputError(f"--export {e!r}: in a batch give just the extension, --export .bvh, .fbx or .glb")
     ts = terrains(args)
     jobs = []
     for path in inputs:

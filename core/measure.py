@@ -6,10 +6,11 @@ are the legs:
 
 - **world space**, up is the scene's world Z, whatever the armature object's rotation, scale or parents;
 - **the leg length** from the joints (hip, knee and ankle heads in the rest pose), never from a bone's tail;
-- **sole points**: from the skeleton, the ball (the toe bone's head), the toe tip (the toe bone's tail, or
-  the foot bone's tail where there is no toe) and the heel (below the ankle at the rest pose's sole level,
-  carried by the foot bone); from the skinned mesh, where one is bound, the lowest vertices weighted to the
-  foot and toe bones in the rest pose (heel, ball, toe tip and the sides);
+- **sole points**: from the skeleton, the ball (the toe bone's head) and the toe tip (the toe bone's tail,
+  or the foot bone's tail where there is no toe); a skeleton has no heel joint, so the heel (below the
+  ankle at the rest pose's sole level, carried by the foot bone) is recorded but not judged; from the
+  skinned mesh, where one is bound, the lowest vertices weighted to the foot and toe bones in the rest pose
+  (heel, ball, toe tip and the sides);
 - **the terrain** by ray cast down onto a BVH tree of its evaluated meshes, built here;
 - **contacts from the source animation**, by a detector of its own (not the one that locks): the ball or toe
   tip within 3 % of the leg of the source's floor, and the ball moving under 0.25 leg/s;
@@ -68,7 +69,9 @@ class Samples:
     hip: list[Any] = field(default_factory=list)  # thigh's rotation in its parent's frame
 
     def skeleton(self) -> np.ndarray:
-        return np.stack([self.heel, self.ball, self.tip], axis=1)
+        """The skeleton's own sole points, as issue 20 defines them: the ball and the toe tip. (The heel
+        here is derived, not a joint: it is recorded, not judged.)"""
+        return np.stack([self.ball, self.tip], axis=1)
 
 
 class Ground:

@@ -224,3 +224,29 @@ def test_a_leading_t_pose_frame_is_skipped(capfd):
         assert args.skipped_bind_pose is skipped
         assert bpy.context.scene.frame_start == (2 if skipped else 1)
     assert "bind pose" in capfd.readouterr().out
+
+
+def test_gltf_in_and_out(tmp_path, capfd):
+    """A walk written with Blender's glTF exporter (its defaults) bakes like a .bvh or .fbx, and the
+    cleaned motion can be written back as .glb."""
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_walk(obj)
+    glb = tmp_path / "walk.glb"
+    bpy.ops.object.select_all(action="DESELECT")
+    obj.select_set(True)
+    bpy.ops.export_scene.gltf(filepath=str(glb), export_format="GLB", use_selection=True)
+    assert glb.stat().st_size > 1000
+    out, export, report = tmp_path / "walk_baked.blend", tmp_path / "walk_baked.glb", tmp_path / "r.json"
+    code = cli.execute(["bake", str(glb), "--output", str(out), "--export", str(export), "--report", str(report)])
+    _out, err = capfd.readouterr()
+    assert code == 0, err
+    clip = json.loads(report.read_text())["clips"][0]
+    assert sorted(q["limb"] for q in clip["quality"] if q["kind"] == "FOOT") == ["Left Leg", "Right Leg"]
+    assert out.exists() and export.stat().st_size > 1000
+    harness.reset_scene()
+    bpy.ops.import_scene.gltf(filepath=str(export))
+    arms = [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
+    assert len(arms) == 1 and arms[0].animation_data is not None and arms[0].animation_data.action is not None
+    assert [p.name for p in sorted(tmp_path.iterdir())] == sorted(["walk.glb", "walk_baked.blend", "walk_baked.glb",
+                                                                   "r.json"])

@@ -279,7 +279,7 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     out += ["", "## Independent figures (the measure a user sees)", "",
             "Measured by `core/measure.py`, which takes nothing from the model but which bones are the legs: world "
             "space; contacts from the source animation by a detector of its own (ball or toe tip within 3 % of the leg "
-            "of the source's floor, ball under 0.25 leg/s); penetration of the skeleton's heel, ball and toe tip and of "
+            "of the source's floor, ball under 0.25 leg/s); penetration of the skeleton's ball and toe tip and of "
             "a bound mesh's sole vertices, by ray cast onto the terrain, beyond the source's own dip below its floor; "
             "hover of the lowest sole point during source contacts; skate as the ball's drift over each source contact "
             "(and in mm for a 0.9 m leg: sliding is noticed above about 21 mm); knee and hip peak angular velocity over "
