@@ -1,17 +1,19 @@
 """Headless Contact IK: `blender --background --command contact_ik bake ...`, or the same arguments to
 `tools/contact_ik_cli.py` with only the `bpy` wheel installed.
 
-    contact_ik bake INPUT [INPUT ...] [--terrain NAME|FILE] [--output OUT.blend] [--export OUT.bvh|OUT.fbx]
+    contact_ik bake INPUT [INPUT ...] [--terrain NAME|FILE] [--output OUT.blend] [--export OUT.bvh|OUT.fbx|OUT.glb]
                     [--report REPORT.json] [--frame-start N] [--frame-end N] [--armature NAME]
                     [--up-axis Z] [--forward-axis Y] [--scale S] [--overwrite] [--jobs N] [--output-dir DIR]
                     [--scheduler tcp://HOST:PORT [--worker-command CMD]]
     contact_ik detect INPUT [--armature NAME] [--up-axis Z] [--forward-axis Y]
 
-INPUT is a .blend, or a motion file (.bvh, .fbx) read with Blender's own importers. Several inputs,
+INPUT is a .blend, or a motion file (.bvh, .fbx, .glb, .gltf) read with Blender's own importers. Several inputs,
 or a folder, or several --terrain, make a batch: a pool of worker processes (one per core by default)
 bakes one clip on one terrain each; a bad clip fails alone and is listed in the summary report. With
---scheduler the batch runs on a Dask cluster instead (cluster.py). Exit codes: 0 done, 2 bad input (the
-message says how to fix it), 1 a batch in which some clips failed, or an unexpected error.
+--scheduler the batch runs on a Dask cluster instead (tools/cluster.py, outside Blender). Exit codes: 0 done, 2 bad input (the
+message says how to fix it), 3 done with a warning (no legs planted, a foot with no contact, or a foot
+left more than 1 % of the leg under the terrain by the independent measure), 1 a batch in which some
+clips failed, or an unexpected error.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .cli_args import (  # noqa: F401  (EXPORTS, InputError and parser are this 
     GLTF,
     MOTION,
     TERRAIN_FILES,
+    WARNED,
     InputError,
     Job,
     batch_jobs,
@@ -59,9 +62,9 @@ def execute(argv: Sequence[str]) -> int:
             return _detect(args)
         inputs = expand_inputs(args.inputs)
         if args.command == "bake" and args.scheduler:
-            from . import cluster
-
-            return cluster.run(inputs, args, runner=os.environ.get("CONTACT_IK_RUNNER"))
+            raise InputError("--scheduler runs a batch's coordinator outside Blender, in a Python with "
+                             "dask[distributed]: from a checkout of Contact IK, run the same command as "
+                             "`python tools/contact_ik_cli.py bake ... --scheduler ...`")
         if args.command == "bake" and is_batch(inputs, args):
             return run_batch(inputs, args)
         if len(terrains(args)) > 1:
@@ -73,12 +76,12 @@ def execute(argv: Sequence[str]) -> int:
                 _write_json(args.report, {"clips": reports, "failed": []})
             for r in reports:
                 print(format_quality(r))
-            return 0
+            return WARNED if any(r["warnings"] for r in reports) else 0
         report = bake_file(inputs[0], args)
         if args.report:
             _write_json(args.report, {"clips": [report], "failed": []})
         _print_summary(report)
-        return 0
+        return WARNED if report["warnings"] else 0
     except InputError as exc:
         print(f"contact_ik: error: {exc}", file=sys.stderr)
         if getattr(args, "report", None) and args.command == "bake":
@@ -358,7 +361,7 @@ def outputs_for(path: str, args: argparse.Namespace) -> tuple[pathlib.Path, list
 def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     """Load, plant, bake, measure, save and export one clip (with `write` False: only measure); the
     report as a dict."""
-    from .core import bake, metrics
+    from .core import bake, measure, metrics
     from .core.ground import TerrainError, terrain_objects
     from .core.handlers import caches
 
@@ -402,6 +405,10 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     source = metrics.measure_source(obj, terrain, frames, scene)
     quality = [m.as_dict() for m in ours]
     source_quality = [m.as_dict() for m in source]
+    independent = [q.as_dict() for q in measure.measure(obj, terrain_objects(s), frames, scene)]
+    warnings = result_warnings(obj, quality, independent)
+    for w in warnings:
+        print(f"contact_ik: warning: {pathlib.Path(path).name}: {w}", file=sys.stderr)
     t_measure = time.perf_counter()
     if out is not None:
         bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True, check_existing=False)
@@ -424,10 +431,37 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "exports": [str(e) for e in exports],
         "quality": quality,
         "quality_before": source_quality,
+        "independent": independent,
+        "warnings": warnings,
         "timings": {"load_s": t_load - t0, "bake_s": t_bake - t_load, "measure_s": t_measure - t_bake,
                     "save_s": t_end - t_measure, "total_s": t_end - t0,
                     "bake_ms_per_frame": 1000.0 * (t_bake - t_load) / max(1, len(frames))},
     }
+
+
+# A foot this far under the terrain (independent measure, x leg) is reported as a warning (exit code 3).
+UNDER_TERRAIN = 0.01
+
+
+def result_warnings(obj: bpy.types.Object, quality: list[dict], independent: list[dict]) -> list[str]:
+    """What a user must know about a bake that ran: no legs planted, a foot that found no contact, a foot
+    left under the terrain (measured independently of the model). Each makes the exit code 3."""
+    out = []
+    feet = [q for q in quality if q["kind"] == "FOOT"]
+    if not feet:
+        limbs = ", ".join(q["limb"] for q in quality) or "none"
+        out.append(f"no legs were planted (limbs: {limbs}): Contact IK found no thigh > shin > foot chain in "
+                   f"{obj.name!r}; set the legs in the Limbs panel, or check that each foot bone is parented to its shin")
+    for q in feet:
+        if q["contacts"] == 0:
+            out.append(f"{q['limb']}: no foot contact was found, so the foot is not held anywhere (the clip may be "
+                       "all in the air, or its stances shorter than the detector's)")
+    for q in independent:
+        if q["penetration_rel"] > UNDER_TERRAIN:
+            where = "skinned mesh" if (q["penetration_mesh_rel"] or 0.0) > q["penetration_skeleton_rel"] else "ball or toe tip"
+            out.append(f"{q['limb']}: its {where} goes {q['penetration_rel']:.2%} of the leg under the terrain "
+                       "(measured independently of the plan, beyond the source's own dip below its floor)")
+    return out
 
 
 def export_motion(obj: bpy.types.Object, path: pathlib.Path, start: int, end: int) -> None:
@@ -547,7 +581,7 @@ def _run_batch(jobs_list: list[Job], args: argparse.Namespace, base: list[str], 
         results = list(pool.map(one, enumerate(jobs_list)))
     clips, failed = [], []
     for r in results:
-        if r["code"] == 0 and r["report"]["clips"]:
+        if r["code"] in (0, WARNED) and r["report"]["clips"]:
             clip = r["report"]["clips"][0]
             clip["worker_s"] = r["seconds"]
             clips.append(clip)
@@ -560,7 +594,10 @@ def _run_batch(jobs_list: list[Job], args: argparse.Namespace, base: list[str], 
           f"failed in {summary['wall_s']:.1f} s")
     for f in failed:
         print(f"  FAILED {f['input']}: {f['error']}", file=sys.stderr)
-    return 0 if not failed else 1
+    warned = [c for c in clips if c.get("warnings")]
+    for c in warned:
+        print(f"  WARNING {c['input']}: {'; '.join(c['warnings'])}", file=sys.stderr)
+    return 1 if failed else WARNED if warned else 0
 
 
 _handle: Any = None

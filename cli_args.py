@@ -1,5 +1,5 @@
 """The `contact_ik` command's arguments and a batch's jobs, without Blender: `cli.py` (in Blender) and the
-cluster coordinator (`cluster.py`, in any Python with dask) read the same command line and give every
+cluster coordinator (`tools/cluster.py`, in any Python with dask) read the same command line and give every
 clip x terrain the same outputs and the same per-clip command. Standard library only: no `bpy` import."""
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ TERRAIN_FILES = {".obj", ".ply", ".stl"}
 EXPORT_FORMATS = {"bvh", "fbx", "glb"}
 EXPORTS = {".bvh", ".fbx", ".glb", ".blend"}
 AXES = ["X", "Y", "Z", "-X", "-Y", "-Z"]
+
+
+WARNED = 3  # exit code: baked, but with a warning the user must read (nothing planted, feet under the terrain)
 
 
 class InputError(Exception):

@@ -68,7 +68,9 @@ def test_headless_commands_work_as_written(tmp_path, quick_demo):
         assert args[:2] == [".venv/bin/python", "tools/contact_ik_cli.py"], args
         proc = subprocess.run([sys.executable, *args[1:]], cwd=harness.ROOT, capture_output=True, text=True,
                               env=env, timeout=900)
-        assert proc.returncode == 0, (line, proc.stdout[-3000:], proc.stderr[-3000:])
+        # 0, or 3 (README: "done, with a warning") with the warnings printed.
+        assert proc.returncode == 0 or (proc.returncode == 3 and "warning" in proc.stderr.lower()), (
+            line, proc.stdout[-3000:], proc.stderr[-3000:])
 
     assert (out / "planted.blend").exists()
     assert json.loads((out / "planted.json").read_text())

@@ -19,22 +19,12 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def headless(module: str):  # type: ignore[no-untyped-def]
-    """A module of this checkout that needs no Blender (`cli_args`, `cluster`), imported without the
-    extension's package __init__ (which imports bpy)."""
-    import types
-
-    name = "contact_ik_headless"
-    if name not in sys.modules:
-        pkg = types.ModuleType(name)
-        pkg.__path__ = [str(ROOT)]
-        sys.modules[name] = pkg
-    return importlib.import_module(f"{name}.{module}")
-
-
 def coordinate(argv: list[str]) -> int:
     """`bake ... --scheduler ADDRESS`: the Dask coordinator, in this Python, without starting Blender."""
-    cli_args, cluster = headless("cli_args"), headless("cluster")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import cluster
+
+    cli_args = cluster._args
     try:
         args = cli_args.parser().parse_args(argv)
     except SystemExit as exc:  # argparse printed the usage

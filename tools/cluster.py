@@ -1,7 +1,10 @@
-"""A batch on a Dask cluster: `contact_ik bake CLIPS... --scheduler tcp://HOST:PORT --output-dir SHARED`.
+"""A batch on a Dask cluster: `python tools/contact_ik_cli.py bake CLIPS... --scheduler tcp://HOST:PORT
+--output-dir SHARED`.
 
 The coordinator (this module's `run`) needs only a Python with `dask[distributed]`: no Blender, no `bpy`
-(`tools/contact_ik_cli.py` runs it without importing Blender). Each clip x terrain is one Dask task. A
+(`tools/contact_ik_cli.py` runs it without importing Blender). It is not part of the extension (the zip
+stays free of dask, and Dask's protocol unpickles, which the extension never does): inside Blender,
+`contact_ik bake --scheduler` says where to run it. Each clip x terrain is one Dask task. A
 worker runs it in a fresh Contact IK process (`run_job`, which cloudpickle ships by value, so workers
 need no copy of this module): the worker's Blender, or its Python with the `bpy` wheel.
 
@@ -38,11 +41,29 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .cli_args import InputError, Job, batch_jobs, job_args
+
+def _cli_args():  # type: ignore[no-untyped-def]
+    """The extension's cli_args.py (standard library only), loaded by path: this module is not part of the
+    extension, and the extension's package would import Blender."""
+    import importlib.util
+
+    name = "contact_ik_cli_args"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).resolve().parent.parent / "cli_args.py")
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
+_args = _cli_args()
+WARNED, InputError, Job, batch_jobs, job_args = (_args.WARNED, _args.InputError, _args.Job, _args.batch_jobs,
+                                                 _args.job_args)
 
 MANIFEST = "contact_ik_batch.manifest.json"
 PARTIAL = ".contact_ik_partial"
 POLL_S = 0.5
+WARNED_EXIT = 3  # cli_args.WARNED, repeated: run_job ships by value and reads nothing from other modules
 PROGRESS_S = 10.0
 
 
@@ -57,9 +78,7 @@ def run(inputs: Sequence[str], args: argparse.Namespace, runner: Optional[str] =
         import distributed
     except ImportError as exc:
         raise InputError("--scheduler needs dask[distributed] in the Python that runs this command "
-                         "(pip install 'dask[distributed]'). Blender's own Python has none: run the same command "
-                         "as `python tools/contact_ik_cli.py bake ... --scheduler ...` from a checkout of "
-                         f"Contact IK ({exc})") from exc
+                         f"(pip install 'dask[distributed]') ({exc})") from exc
     if not args.output_dir:
         raise InputError("--scheduler needs --output-dir: a folder every worker can write (a shared disk)")
     jobs = batch_jobs(inputs, args)
@@ -121,7 +140,10 @@ def run(inputs: Sequence[str], args: argparse.Namespace, runner: Optional[str] =
     for f in failed:
         print(f"  FAILED {f['input']}" + (f" on {f['terrain']}" if f["terrain"] else "") + f": {f['error']}",
               file=sys.stderr)
-    return 0 if not failed else 1
+    warned = [e for e in ordered if e["outcome"] != "failed" and (e.get("report") or {}).get("warnings")]
+    for e in warned:
+        print(f"  WARNING {e['input']}: {'; '.join(e['report']['warnings'])}", file=sys.stderr)
+    return 1 if failed else WARNED if warned else 0
 
 
 def _gather(futures: dict, entries: dict, manifest: dict, out_dir: pathlib.Path, t0: float) -> None:
@@ -295,7 +317,7 @@ def run_job(spec: dict) -> dict:
     proc = subprocess.run(command + argv, capture_output=True, text=True, env=env, preexec_fn=_die_with_parent)
     finished = time.time()
     base.update(finished=_iso(finished), seconds=finished - started)
-    if proc.returncode != 0 or not report.is_file():
+    if proc.returncode not in (0, WARNED_EXIT) or not report.is_file():
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("contact_ik:")]
         error = lines[-1] if lines else (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         shutil.rmtree(work, ignore_errors=True)
