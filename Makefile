@@ -7,7 +7,7 @@ OTHER_BLENDERS := 4.5.15 4.2.23 5.2.3 5.1.2
 # e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
 DEMO_ARGS ?=
 
-.PHONY: venv build demo test test-main test-others lint typecheck quality bench bench-quick bench-cluster clean
+.PHONY: venv build demo test test-main test-others lint typecheck quality characters bench bench-quick bench-cluster clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -38,6 +38,10 @@ test-others:
 
 quality: venv
 	@$(PY) tools/quality.py
+
+# Characters as users bring them (FBX/glTF imports, root motion, loops, a run) -> docs/characters.md
+characters: venv
+	@$(PY) tools/characters.py
 
 bench: venv
 	@$(PY) benchmarks/run_all.py
