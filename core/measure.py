@@ -389,12 +389,13 @@ def playing_source(obj: bpy.types.Object) -> Iterator[None]:
 
 
 def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], frames: Sequence[int],
-            scene: bpy.types.Scene) -> list[FootQuality]:
+            scene: bpy.types.Scene, feet: Optional[Sequence[Foot]] = None) -> list[FootQuality]:
     """The independent figures of `obj` as it plays now (a bake or live preview) over `frames`, on the
-    terrain made of `terrain_objects`, against its source animation."""
+    terrain made of `terrain_objects`, against its source animation. `feet`: the bones to measure (the
+    deform bones of a control rig), else the legs of the rig's settings."""
     from .contacts import fps_of
 
-    feet = feet_of(obj)
+    feet = list(feet) if feet is not None else feet_of(obj)
     if not feet:
         return []
     ground = Ground(terrain_objects, bpy.context.evaluated_depsgraph_get())

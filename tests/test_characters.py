@@ -9,6 +9,7 @@ import math
 import sys
 
 import harness
+import pytest
 
 sys.path.insert(0, str(harness.ROOT / "tools"))
 import characters  # noqa: E402
@@ -38,3 +39,27 @@ def test_root_motion_on_the_object_moves_the_feet_as_the_walk_does(tmp_path):
         want.append(ref.matrix_world @ ref.pose.bones["spine"].head)
     assert (got[1] - got[0]).length > 1.0  # the hips travel, carried by the object
     assert ((got[1] - got[0]) - (want[1] - want[0])).length < 1e-4
+
+
+@pytest.mark.skip(reason="the Rigify case is not valid yet: its DEF feet end about 0.25 m from where its ORG "
+                         "feet (and the metarig's) are; tools/characters.py keeps it out of the report (NOT_VALIDATED)")
+def test_the_rigify_rigs_walk_through_their_controls_as_the_metarig_does(tmp_path):
+    """The generated rig, keyed on its controls (IK and FK), moves its deform feet where the metarig's walk
+    puts the metarig's feet."""
+    import bpy
+
+    ref = characters.walk(tmp_path)
+    scene = bpy.context.scene
+    want = {}
+    for f in (10, 40):
+        scene.frame_set(f)
+        want[f] = {s: ref.matrix_world @ ref.pose.bones[f"foot.{s}"].head for s in "LR"}
+    for mode in ("FK", "IK"):
+        rig = characters._rigify(mode)
+        assert rig.pose.bones["thigh_parent.L"]["IK_FK"] == (1.0 if mode == "FK" else 0.0)
+        assert not [o for o in bpy.context.scene.objects if o.type == "ARMATURE" and o is not rig]
+        for f in (10, 40):
+            bpy.context.scene.frame_set(f)
+            for s in "LR":
+                got = rig.matrix_world @ rig.pose.bones[f"DEF-foot.{s}"].head
+                assert (got - want[f][s]).length < 0.01, (mode, f, s, got, want[f][s])

@@ -6,22 +6,25 @@ Every case starts from the demo's walk (tools/demo_scene.py: the Rigify metarig 
 flat-ground walk keyed in code) and turns it into what users actually have, with Blender's own tools:
 
 - `walk`: the walk itself, as the demo keys it (the reference);
-- `fbx_mixamo`: written with Blender's FBX exporter the way Mixamo files come (Y up, centimetres: the
-  scene's unit scale 0.01 and the rig 100 times larger), imported back with the importer's defaults (the
-  armature object then carries a 90 degree X rotation and a 0.01 scale);
+- `fbx_mixamo`: built the way a Y-up centimetre package has it (data in Y-up centimetres, the objects
+  turned 90 degrees about X and scaled 0.01, the world pose unchanged), written with Blender's FBX exporter
+  and imported back with the importer's defaults: the armature object comes in with a 90 degree X rotation
+  and a 0.01 scale, as Mixamo files do;
 - `gltf`: written with the glTF exporter, imported back with its defaults (its bone-direction heuristic);
 - `gltf_mixamo`: the Y-up centimetre character of `fbx_mixamo`, through the glTF exporter and importer;
 - `root_motion_object`: the walk in place, the travel keyed on the armature object;
 - `root_motion_parent`: the walk in place under an empty that carries the travel;
 - `loop_cycles`: the walk's keys repeated by Cycles modifiers over three times its length (the hips snap
   back at each repeat);
-- `run_30fps`: a run at 30 fps, stances of 3 to 4 frames.
+- `run_30fps`: a run at 30 fps, stances of 3 to 4 frames;
 
 Each case is planted as a user does it (select the armature and the terrain, Plant Feet, Bake) on stairs
 and on a noise field laid under its path, then measured by `core/measure.py` (independent of the model:
 the skinned sole vertices and the skeleton's ball and toe tip by ray cast, skate over the source's own
 contacts, knee angular velocity against the source's), beside what Plant Feet itself reported.
-Not built yet: the Rigify generated rig in IK and FK mode (listed in the report as not measured).
+
+Not in the report yet: the Rigify generated rig (`rigify_ik`, `rigify_fk`, built by `_rigify` but not
+validated: see NOT_VALIDATED).
 """
 
 from __future__ import annotations
@@ -55,7 +58,10 @@ FRAMES = 90
 TARGETS = {"penetration": 0.01, "skate": 0.01, "knee": 1.2}  # issue 19: x leg; knee x the source's
 CASES = ("walk", "fbx_mixamo", "gltf", "gltf_mixamo", "root_motion_object", "root_motion_parent", "loop_cycles",
          "run_30fps")
-NOT_BUILT = ("rigify_ik", "rigify_fk")
+# Built but not yet valid, so not in the report: keyed this way, the generated rig's ORG feet land where the
+# metarig's walk puts them, but its DEF chain (which follows the tweak controls) ends about 0.25 m away
+# (tests/test_characters.py shows it when un-skipped). Figures measured on it would mean nothing.
+NOT_VALIDATED = ("rigify_ik", "rigify_fk")
 
 
 def _walk(frames: int = FRAMES) -> tuple[bpy.types.Object, bpy.types.Object]:
@@ -189,6 +195,94 @@ def loop_cycles(tmp: pathlib.Path) -> bpy.types.Object:
     return rig
 
 
+RIGIFY_CONTROLS = {
+    # control: the metarig bone whose motion it takes (parents before children)
+    "FK": ("torso:spine", "thigh_fk.L:thigh.L", "shin_fk.L:shin.L", "foot_fk.L:foot.L", "toe_fk.L:toe.L",
+           "thigh_fk.R:thigh.R", "shin_fk.R:shin.R", "foot_fk.R:foot.R", "toe_fk.R:toe.R"),
+    "IK": ("torso:spine", "foot_ik.L:foot.L", "toe_ik.L:toe.L", "foot_ik.R:foot.R", "toe_ik.R:toe.R"),
+}
+RIGIFY_DEFORM_FEET = [("Left Leg", "L"), ("Right Leg", "R")]
+
+
+def rigify_feet() -> list[Any]:
+    """The generated rig's deform legs: what is measured on a Rigify rig (never ORG or MCH bones)."""
+    measure = harness.module("core.measure")
+    return [measure.Foot(name, f"DEF-thigh.{s}", f"DEF-shin.{s}", f"DEF-foot.{s}", f"DEF-toe.{s}")
+            for name, s in RIGIFY_DEFORM_FEET]
+
+
+def _rigify(mode: str) -> bpy.types.Object:
+    """The Rigify rig generated from the walking metarig (`pose.rigify_generate`), its body skinned to the
+    DEF bones, the walk keyed on its controls in `mode` (IK: the IK feet and the torso; FK: the FK chain and
+    the torso), the IK/FK switch of each leg set to match; the metarig removed, as an animator has it."""
+    meta, body = _walk()
+    scene = bpy.context.scene
+    _select([meta])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert bpy.ops.pose.rigify_generate() == {"FINISHED"}
+    rig = next(o for o in scene.objects if o.type == "ARMATURE" and o is not meta)
+    for g in body.vertex_groups:
+        if f"DEF-{g.name}" in rig.data.bones:
+            g.name = f"DEF-{g.name}"
+    body.modifiers["Armature"].object = rig
+    body.parent = rig
+    pairs = [pair.split(":") for pair in RIGIFY_CONTROLS[mode]]
+    for side in "LR":
+        rig.pose.bones[f"thigh_parent.{side}"]["IK_FK"] = 1.0 if mode == "FK" else 0.0
+    mw_meta, mw_rig = meta.matrix_world, rig.matrix_world
+    frames = range(scene.frame_start, scene.frame_end + 1)
+    targets: dict[int, list[Any]] = {}
+    for f in frames:  # the metarig's world motion of each source bone, per frame
+        scene.frame_set(f)
+        row = []
+        for ctrl, src in pairs:
+            delta = (mw_meta @ meta.pose.bones[src].matrix) @ (mw_meta @ meta.data.bones[src].matrix_local).inverted()
+            row.append(mw_rig.inverted() @ delta @ mw_rig @ rig.data.bones[ctrl].matrix_local)
+        targets[f] = row
+    meta_action = meta.animation_data.action
+    bpy.data.objects.remove(meta)
+    bpy.data.actions.remove(meta_action)
+    rig.animation_data_create()
+    layer = bpy.context.view_layer
+    for f in frames:
+        scene.frame_set(f)
+        for (ctrl, _src), m in zip(pairs, targets[f]):
+            pb = rig.pose.bones[ctrl]
+            pb.matrix = m
+            layer.update()
+        for ctrl, _src in pairs:
+            pb = rig.pose.bones[ctrl]
+            pb.keyframe_insert("location", frame=f, group=ctrl)
+            path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(pb.rotation_mode,
+                                                                                              "rotation_euler")
+            pb.keyframe_insert(path, frame=f, group=ctrl)
+    scene.frame_set(scene.frame_start)
+    _select([rig])
+    return rig
+
+
+def rigify_ik(tmp: pathlib.Path) -> bpy.types.Object:
+    return _rigify("IK")
+
+
+def rigify_fk(tmp: pathlib.Path) -> bpy.types.Object:
+    return _rigify("FK")
+
+
+def body_gaps(obj: bpy.types.Object, frames: list[int], scene: bpy.types.Scene, leg: float) -> float:
+    """The largest distance, over the frames, between a deform bone's head and its parent's tail where the
+    two are joined at rest (a body that comes apart), as a fraction of the leg."""
+    joined = [b.name for b in obj.data.bones if b.use_deform and b.parent is not None
+              and (b.head_local - b.parent.tail_local).length < 1e-4 * leg]
+    worst = 0.0
+    for f in frames:
+        scene.frame_set(f)
+        for n in joined:
+            pb = obj.pose.bones[n]
+            worst = max(worst, (pb.head - pb.parent.tail).length * obj.matrix_world.to_scale().x / leg)
+    return worst
+
+
 @contextlib.contextmanager
 def _patched(module: Any, **values: Any):  # type: ignore[no-untyped-def]
     old = {k: getattr(module, k) for k in values}
@@ -208,7 +302,7 @@ def run_30fps(tmp: pathlib.Path) -> bpy.types.Object:
     return rig
 
 
-BUILDERS = {name: globals()[name] for name in CASES}
+BUILDERS = {name: globals()[name] for name in CASES + NOT_VALIDATED}
 
 
 def _feet_path(obj: bpy.types.Object, scene: bpy.types.Scene) -> tuple[Any, float]:
@@ -258,9 +352,12 @@ def run_case(name: str, kind: str, tmp: pathlib.Path) -> dict[str, Any]:
         row["reported_penetration_rel"] = float(m.group(1)) / 100.0 if m else None
         _select([obj])
         row["bake"] = sorted(bpy.ops.contact_ik.bake())
-        feet = measure.measure(obj, [terrain], frames, scene)
+        rigify = name.startswith("rigify")
+        feet = measure.measure(obj, [terrain], frames, scene, feet=rigify_feet() if rigify else None)
         row["feet"] = [q.as_dict() for q in feet]
         row["leg"] = leg
+        if rigify:
+            row["body_gap_rel"] = body_gaps(obj, frames, scene, leg)
         row["object"] = {"rotation": [round(math.degrees(a), 1) for a in obj.matrix_world.to_euler()],
                          "scale": [round(s, 4) for s in obj.matrix_world.to_scale()]}
     except Exception as exc:  # noqa: BLE001  a case that breaks is a finding: reported, not hidden
@@ -276,10 +373,13 @@ def verdict(row: dict[str, Any]) -> dict[str, bool]:
         return {k: False for k in TARGETS} | {"reported": False}
     pen = max(f["penetration_rel"] for f in feet)
     rep = row.get("reported_penetration_rel")
-    return {"penetration": pen <= TARGETS["penetration"],
-            "skate": all(f["skate_max_rel"] <= TARGETS["skate"] for f in feet),
-            "knee": all(f["knee_ratio"] <= TARGETS["knee"] for f in feet),
-            "reported": rep is not None and abs(rep - pen) <= 0.002}
+    out = {"penetration": pen <= TARGETS["penetration"],
+           "skate": all(f["skate_max_rel"] <= TARGETS["skate"] for f in feet),
+           "knee": all(f["knee_ratio"] <= TARGETS["knee"] for f in feet),
+           "reported": rep is not None and abs(rep - pen) <= 0.002}
+    if "body_gap_rel" in row:
+        out["body intact"] = row["body_gap_rel"] <= 0.001
+    return out
 
 
 def markdown(rows: list[dict[str, Any]], seconds: float) -> str:
@@ -287,7 +387,7 @@ def markdown(rows: list[dict[str, Any]], seconds: float) -> str:
     out = ["# Characters as users bring them", "",
            f"Generated by `tools/characters.py` on {now}, Blender {bpy.app.version_string}, Python "
            f"{platform.python_version()}; {len(rows)} runs in {seconds:.0f} s. Do not edit: run the command again.", "",
-           (__doc__ or "").split("\n\n", 2)[2].split("Not built yet")[0].strip(), "",
+           (__doc__ or "").split("\n\n", 2)[2].split("Not in the report yet")[0].strip(), "",
            f"Targets (issue 19): penetration <= {TARGETS['penetration']:.0%} of the leg (skinned sole vertices and the "
            f"skeleton's ball and toe tip, beyond the source's own dip), skate <= {TARGETS['skate']:.0%} per source "
            f"contact, knee angular velocity <= {TARGETS['knee']}x the source's, and Plant Feet's reported worst "
@@ -312,14 +412,20 @@ def markdown(rows: list[dict[str, Any]], seconds: float) -> str:
             f"{max(f['knee_ratio'] for f in feet):.2f}x | {', '.join(str(f['source_contacts']) for f in feet)} | "
             f"{'all met' if not missed else 'missed: ' + ', '.join(missed)} |")
     met = sum(1 for r in rows if not r.get("error") and all(verdict(r).values()))
-    out += ["", f"**{met} of {len(rows)} runs meet every target.** Not measured yet: "
-            + ", ".join(f"`{n}`" for n in NOT_BUILT) + " (a Rigify generated rig keyed through its controls).", ""]
+    gaps = [f"{r['case']} on {r['terrain']}: {r['body_gap_rel']:.2%}" for r in rows if "body_gap_rel" in r]
+    out += ["", f"**{met} of {len(rows)} runs meet every target.** Not measured yet: the Rigify generated rig in IK "
+            "and FK mode (the case is built in `tools/characters.py` but its keyed deform chain does not follow its "
+            "controls yet, so its figures would mean nothing).", ""]
+    if gaps:
+        out += ["Rigify rigs are measured on their deform bones (DEF-thigh, DEF-shin, DEF-foot, DEF-toe). Largest gap "
+                "between a deform bone's head and its parent's tail where they are joined at rest (target 0.1 % of the "
+                "leg): " + "; ".join(gaps) + ".", ""]
     return "\n".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    ap.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES + NOT_VALIDATED)
     ap.add_argument("--terrains", nargs="*", default=["stairs", "noise"], choices=quality.TERRAINS)
     ap.add_argument("--out", default=str(ROOT / "docs" / "characters.md"))
     ap.add_argument("--json", default=str(ROOT / "out" / "characters.json"))
