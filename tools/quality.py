@@ -1,5 +1,5 @@
 """Motion quality on real motion capture: every clip of the broad corpus (../shared/mocap beside the
-checkout) over four terrains, baked with no per-clip tuning, measured against the source animation;
+checkout) over five terrains, baked with no per-clip tuning, measured against the source animation;
 writes docs/quality.md. Without ../shared/mocap it says so and measures the clips pinned in tests/data
 (the ones the test suite gates on).
 
@@ -7,7 +7,8 @@ writes docs/quality.md. Without ../shared/mocap it says so and measures the clip
 
 Terrains are sized from each clip (leg length, where it travels): flat; a 15 degree slope rising along
 the direction of travel; stairs with risers of 15 % of the leg length; a noise heightfield of
-amplitude 10 % of the leg length. docs/quality.md is generated, never edited by hand.
+amplitude 10 % of the leg length; concentric stairs (rings a tread wide around the start, each a riser
+higher), so that any heading climbs. docs/quality.md is generated, never edited by hand.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import corpus  # noqa: E402  (tools/corpus.py: the declared tuning and check hal
 import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
-TERRAINS = ("flat", "slope", "stairs", "noise")
+TERRAINS = ("flat", "slope", "stairs", "noise", "rings")
 SLOPE_DEGREES = 15.0
 RISER, TREAD = 0.15, 0.5  # x leg length
 NOISE_AMPLITUDE = 0.10  # x leg length
@@ -100,6 +101,8 @@ def build_terrain(kind: str, path: Path, leg: float) -> bpy.types.Object:
             if (prof[i + 1][0] - prof[i][0]) > 1e-9 or abs(prof[i + 1][1] - prof[i][1]) > 1e-9:
                 bm.faces.new((left[i], right[i], right[i + 1], left[i + 1]))
         return bpy_kit.mesh_object("Stairs", bm)
+    if kind == "rings":
+        return _rings(path, leg, max(abs(s0), abs(s1), w) * 1.5)
     spacing = 0.1 * leg if kind == "noise" else max(s1 - s0, 2 * w)
     na = max(1, int(math.ceil((s1 - s0) / spacing)))
     nb = max(1, int(math.ceil(2 * w / spacing)))
@@ -126,6 +129,36 @@ def build_terrain(kind: str, path: Path, leg: float) -> bpy.types.Object:
         for j in range(nb):
             bm.faces.new((verts[i][j], verts[i + 1][j], verts[i + 1][j + 1], verts[i][j + 1]))
     return bpy_kit.mesh_object(kind.capitalize(), bm)
+
+
+def _rings(path: Path, leg: float, radius: float) -> bpy.types.Object:
+    """Concentric stairs around the clip's start: a flat disc of 0.3 leg, then rings a tread wide, each a
+    riser higher than the one inside it, with vertical risers, so that any heading climbs."""
+    bm = bmesh.new()
+    o = path.start
+    n = 96
+    radii = [0.3 * leg]
+    while radii[-1] < radius:
+        radii.append(radii[-1] + TREAD * leg)
+
+    def ring(r: float, h: float) -> list[Any]:
+        return [bm.verts.new(o + Vector((r * math.cos(2 * math.pi * k / n), r * math.sin(2 * math.pi * k / n), h)))
+                for k in range(n)]
+
+    centre = bm.verts.new(o)
+    inner = ring(radii[0], 0.0)
+    for k in range(n):
+        bm.faces.new((centre, inner[k], inner[(k + 1) % n]))
+    for i in range(len(radii) - 1):
+        h = (i + 1) * RISER * leg
+        foot, top, outer = ring(radii[i], h), None, ring(radii[i + 1], h)
+        for k in range(n):
+            k1 = (k + 1) % n
+            bm.faces.new((inner[k], inner[k1], foot[k1], foot[k]))  # the riser
+            bm.faces.new((foot[k], foot[k1], outer[k1], outer[k]))  # the tread
+        del top
+        inner = outer
+    return bpy_kit.mesh_object("Rings", bm)
 
 
 def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
@@ -239,9 +272,10 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         f"Python {platform.python_version()}, {platform.machine()}; {len(rows)} runs in {seconds:.0f} s. "
         "Do not edit: run the command again.",
         "",
-        f"{source} over four terrains sized from the clip (flat; a "
+        f"{source} over five terrains sized from the clip (flat; a "
         f"{SLOPE_DEGREES:.0f} degree slope rising along the direction of travel; stairs with risers of "
-        f"{RISER:.0%} of the leg length; a noise heightfield of amplitude {NOISE_AMPLITUDE:.0%} of the leg length), "
+        f"{RISER:.0%} of the leg length; a noise heightfield of amplitude {NOISE_AMPLITUDE:.0%} of the leg length; "
+        "concentric stairs, rings a tread wide around the start each a riser higher, so that any heading climbs), "
         "imported with `--up-axis auto`, limbs, floor and contacts detected with the defaults, baked. No per-clip "
         "tuning. Each cell shows ours / the source animation's own (its hover, skate and pops on its own floor, "
         "its penetration on the terrain). Lengths are fractions of the leg length; pops are the largest knee and "
