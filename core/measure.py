@@ -40,6 +40,7 @@ UP = np.array([0.0, 0.0, 1.0])
 CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's floor...
 CONTACT_SPEED = 0.25  # leg/s: ...and the ball slower than this is a source contact
 MIN_CONTACT_FRAMES = 2
+CONTACT_GAP = 0.025  # s: a stance broken by no more than this is one contact
 MESH_SOLE_BAND = 0.03  # x leg: a bound mesh's sole is its foot vertices this close to their lowest
 HUMAN_LEG_MM = 900.0  # a 0.9 m leg, to state skate in millimetres at human scale
 PERCEPTIBLE_SKATE_MM = 21.0
@@ -250,6 +251,13 @@ def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tu
     if len(step):
         speed = np.minimum(speed, np.concatenate([step, [step[-1]]]))  # slow on either side of the frame
     on = (low <= CONTACT_HEIGHT * leg) & (speed <= CONTACT_SPEED * leg)
+    # A stance broken by a frame or two of capture jitter (at 120 fps the ball's per-frame speed is noisy)
+    # is one contact: gaps of up to CONTACT_GAP seconds between two runs are closed.
+    gap = max(1, int(round(CONTACT_GAP * fps)))
+    idx = np.flatnonzero(on)
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= gap + 1:
+            on[a:b] = True
     out, start = [], None
     for i, v in enumerate(list(on) + [False]):
         if v and start is None:

@@ -40,6 +40,14 @@ def test_source_contacts_are_low_and_slow_frames():
     assert measure.source_contacts(s, 0.0, LEG, FPS) == [(0, 29)]
     fast = _walk_samples(drift=3.0)  # 3 legs in a second: sliding, not standing
     assert measure.source_contacts(fast, 0.0, LEG, FPS) == []
+    jitter = _walk_samples()
+    jitter.ball[15] += (0.0, 0.0, 0.2)  # one frame of capture noise in the stance: still one contact
+    jitter.tip[15] += (0.0, 0.0, 0.2)
+    assert measure.source_contacts(jitter, 0.0, LEG, FPS) == [(0, 29)]
+    lifted = _walk_samples()
+    lifted.ball[10:20] += (0.0, 0.0, 0.2)  # a third of a second off the ground: two contacts
+    lifted.tip[10:20] += (0.0, 0.0, 0.2)
+    assert measure.source_contacts(lifted, 0.0, LEG, FPS) == [(0, 9), (20, 29)]
 
 
 def test_compare_finds_penetration_skate_and_the_moved_foot():
