@@ -56,6 +56,7 @@ def _bake(args: list[str], env: dict) -> float:
 
 def local(clips: pathlib.Path, jobs: int, common: list[str], tmp: pathlib.Path, env: dict) -> float:
     out = tmp / f"local_{jobs}"
+    tmp.mkdir(parents=True, exist_ok=True)
     return _bake([str(clips), "--output-dir", str(out), "--jobs", str(jobs), *common], env)
 
 
@@ -107,7 +108,8 @@ def markdown(data: dict) -> str:
         f"The same batch four times: {n} clips ({data['source']}, frames up to {data['frame_end'] or 'the end'}), "
         "flat ground, each run into a fresh folder, timed from the command's start to its exit (Blender start, "
         "import, plant, bake, measure and save of every clip; for the cluster, connecting and scheduling too; the "
-        "scheduler and workers were started before). One run each: the machine is shared, so read the ratios.",
+        f"scheduler and workers were started before). Medians of {data['rounds']} interleaved rounds (every variant once "
+        "per round): the machine is shared, so read the ratios.",
         "",
         "| run | wall (s) | clips / min | vs. local pool, same parallelism |",
         "|---|---|---|---|",
@@ -119,8 +121,9 @@ def markdown(data: dict) -> str:
         "the time |",
         "",
         f"Overhead of the cluster path per clip: {over1:+.2f} s with one worker, {over2:+.2f} s per clip and worker "
-        "with two (hashing inputs and outputs, the manifest, the rename, Dask's scheduling; each clip still starts "
-        "its own Blender, as in the local pool).",
+        "with two (hashing inputs and outputs, the manifest, the rename, Dask's scheduling, and each run's fresh "
+        "workers installing the extension into a Blender user folder of their own before their first clip; each "
+        "clip still starts its own Blender, as in the local pool).",
         "",
         f"**On paper, the {CMU_CLIPS:,} clips of the CMU database** at this machine's rate with two workers "
         f"({per_machine:.1f} clips/min per 2-core machine; clips of this set's length), assuming workers do not "
@@ -141,6 +144,7 @@ def main() -> None:
     ap.add_argument("--clips", default=str(ROOT / "tests" / "data"))
     ap.add_argument("--frame-end", type=int, default=None, help="bake frames up to N of each clip (default: all)")
     ap.add_argument("--output", default=str(ROOT / "docs" / "cluster_benchmark.md"))
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "tools"))
     import build_extension
@@ -151,12 +155,17 @@ def main() -> None:
         tmp = pathlib.Path(folder)
         env = _env(tmp, str(build_extension.build(tmp / "dist")))
         common = ["--frame-end", str(args.frame_end)] if args.frame_end else []
-        runs = {}
-        for name, fn, k in (("local_1", local, 1), ("cluster_1", cluster, 1), ("local_2", local, 2),
-                            ("cluster_2", cluster, 2)):
-            runs[name] = fn(clips, k, common, tmp, env)
-            print(f"{name}: {runs[name]:.1f} s for {n} clips ({60.0 * n / runs[name]:.1f} clips/min)", flush=True)
-    data = {"clips": n, "source": os.path.relpath(clips, ROOT), "frame_end": args.frame_end, "runs": runs}
+        samples: dict[str, list[float]] = {}
+        for r in range(args.rounds):  # interleaved rounds: the machine's load falls on every variant alike
+            for name, fn, k in (("local_1", local, 1), ("cluster_1", cluster, 1), ("local_2", local, 2),
+                                ("cluster_2", cluster, 2)):
+                seconds = fn(clips, k, common, tmp / f"round{r}", env)
+                samples.setdefault(name, []).append(seconds)
+                print(f"round {r + 1}: {name}: {seconds:.1f} s for {n} clips ({60.0 * n / seconds:.1f} clips/min)",
+                      flush=True)
+        runs = {name: float(sorted(v)[len(v) // 2]) for name, v in samples.items()}
+    data = {"clips": n, "source": os.path.relpath(clips, ROOT), "frame_end": args.frame_end, "runs": runs,
+            "rounds": args.rounds, "samples": samples}
     text = markdown(data)
     pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.output).write_text(text)
