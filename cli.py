@@ -405,7 +405,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     source = metrics.measure_source(obj, terrain, frames, scene)
     quality = [m.as_dict() for m in ours]
     source_quality = [m.as_dict() for m in source]
-    independent = [q.as_dict() for q in measure.measure(obj, terrain_objects(s), frames, scene)]
+    independent = [q.as_dict() for q in measure.measure(obj, terrain_objects(_addon().settings(obj)), frames, scene)]
     warnings = result_warnings(obj, quality, independent)
     for w in warnings:
         print(f"contact_ik: warning: {pathlib.Path(path).name}: {w}", file=sys.stderr)

@@ -22,8 +22,12 @@ AXES = ["X", "Y", "Z", "-X", "-Y", "-Z"]
 WARNED = 3  # exit code: baked, but with a warning the user must read (nothing planted, feet under the terrain)
 
 
-class InputError(Exception):
-    """Bad input: the message says what is wrong and how to fix it (exit code 2)."""
+try:  # inside the extension: its one exception type for problems the user can fix
+    from .core.errors import UserError as InputError
+except ImportError:  # loaded on its own, outside the extension (tools/cluster.py, in a Python without Blender)
+
+    class InputError(ValueError):  # type: ignore[no-redef]
+        """Bad input: the message says what is wrong and how to fix it (exit code 2)."""
 
 
 def parser() -> argparse.ArgumentParser:
