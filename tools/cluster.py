@@ -149,16 +149,25 @@ def run(inputs: Sequence[str], args: argparse.Namespace, runner: Optional[str] =
 def _gather(futures: dict, entries: dict, manifest: dict, out_dir: pathlib.Path, t0: float) -> None:
     """Wait for every task, recording each result in the manifest as it arrives, with progress lines."""
     pending = dict(futures)
+    fetch_errors: dict[Any, int] = {}
     done = failed = 0
     last = 0.0
     while pending:
-        finished = [f for f in pending if f.done()]
-        for fut in finished:
-            job, fingerprint = pending.pop(fut)
+        finished = []
+        for fut in [f for f in pending if f.done()]:
             try:
                 result = fut.result()
-            except Exception as exc:  # noqa: BLE001  a task given up by Dask (KilledWorker) is a failed job
+            except Exception as exc:  # noqa: BLE001  see below
+                # A worker that dies after its task finished, before its result is fetched, loses the result:
+                # Dask computes the task again elsewhere, and the future is pending again. Only a task Dask
+                # gave up on (status "error": KilledWorker after three lost workers) is a failed job.
+                fetch_errors[fut] = fetch_errors.get(fut, 0) + 1
+                if fut.status != "error" and fetch_errors[fut] <= 10:
+                    continue
                 result = {"outcome": "failed", "error": f"{type(exc).__name__}: {exc}", "attempts": None}
+            finished.append((fut, result))
+        for fut, result in finished:
+            job, fingerprint = pending.pop(fut)
             entry = _entry(job, fingerprint, **result)
             entries[job.key] = entry
             if entry["outcome"] == "baked":
