@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import bpy
 import numpy as np
 
-from ..properties import settings
-from . import anim, batch, checks, live
+from . import anim, batch, checks, live, model, state
+from .checks import Channel, driven_channels, limb_is_usable  # noqa: F401  (Channel: the bake's channels)
 from .contacts import fps_of
-from .ground import TerrainError, terrain_objects
-from .handlers import caches
-from .plant import RigResult, limb_is_usable, plant_rig, world_scale
+from .errors import UserError
+from .ground import terrain_objects
+from .plant import RigResult, plant_rig
+from .rig import settings, world_scale
+from .state import caches
 
 log = logging.getLogger(__name__)
 
@@ -39,19 +42,8 @@ FAST_MAX_FRAMES = 20_000
 ROWS_CHUNK = 4096
 
 
-class BakeError(ValueError):
-    """The bake cannot run; the message says how to fix it."""
-
-
-@dataclass
-class Channel:
-    bone: str
-    prop: str  # rotation_quaternion, rotation_euler, rotation_axis_angle or location
-    size: int
-
-    @property
-    def data_path(self) -> str:
-        return f'pose.bones["{bpy.utils.escape_identifier(self.bone)}"].{self.prop}'
+# The bake cannot run; the message says how to fix it.
+BakeError = UserError
 
 
 @dataclass
@@ -69,7 +61,7 @@ class RigBake:
     # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
     pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
     # Frame by frame, per foot (by limb index): (correction, floor, touch, pinned, leg length) per frame from the
-    # first sweep (`RigResult.feet`), then what the smoothing between contacts (`batch.swing_smoothing`) adds
+    # first sweep (`RigResult.feet`), then what the smoothing between contacts (`model.swing_smoothing`) adds
     # to each frame's correction.
     feet: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     foot_shift: dict[int, np.ndarray] = field(default_factory=dict)
@@ -93,28 +85,6 @@ def is_baked(action: Optional[bpy.types.Action]) -> bool:
 def source_of(action: Optional[bpy.types.Action]) -> Optional[bpy.types.Action]:
     src = action.get(SOURCE_KEY) if action is not None else None
     return src if isinstance(src, bpy.types.Action) else None
-
-
-def driven_channels(obj: bpy.types.Object) -> list[Channel]:
-    """The channels Contact IK writes on `obj`: chain and end bone rotations, and the pelvis location."""
-    s = settings(obj)
-    bones = obj.pose.bones
-    names: list[str] = []
-    for limb in s.limbs:
-        if limb.enabled and limb_is_usable(obj, limb):
-            names += [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
-    out = []
-    for name in dict.fromkeys(names):
-        mode = bones[name].rotation_mode
-        if mode == "QUATERNION":
-            out.append(Channel(name, "rotation_quaternion", 4))
-        elif mode == "AXIS_ANGLE":
-            out.append(Channel(name, "rotation_axis_angle", 4))
-        else:
-            out.append(Channel(name, "rotation_euler", 3))
-    if s.body_follow and s.pelvis_bone in bones and any(lb.kind == "FOOT" for lb in s.limbs if lb.enabled):
-        out.append(Channel(s.pelvis_bone, "location", 3))
-    return out
 
 
 def validate(obj: bpy.types.Object) -> None:
@@ -160,20 +130,17 @@ class BakeJob:
         self.rigs: list[RigBake] = []
         for obj in objs:
             s = settings(obj)
-            try:
-                terrain = caches.terrain.get(terrain_objects(s), depsgraph) if terrain_objects(s) else None
-            except TerrainError as exc:
-                raise BakeError(str(exc)) from exc
+            terrain = caches.terrain.get(terrain_objects(s), depsgraph) if terrain_objects(s) else None
             chans = driven_channels(obj)
             width = sum(c.size for c in chans)
             slot = anim.slot_of(obj)
             self.rigs.append(RigBake(obj, terrain, chans, np.empty((0, width)), anim.action_of(obj),
                                      getattr(slot, "identifier", None)))
         # Live preview steps aside during the sweep; the animation's values go back into its channels.
-        self.was_live = {r.obj.name for r in self.rigs if r.obj.name in live.live_rigs}
+        self.was_live = {r.obj.name for r in self.rigs if r.obj.name in state.live_rigs}
+        self._pause = ExitStack()
+        self._pause.enter_context(state.paused([r.obj for r in self.rigs]))
         for r in self.rigs:
-            live.live_rigs.discard(r.obj.name)
-            live.restore_for_edit(r.obj)
             keyed = set()
             if r.source is not None:
                 keyed = {fc.data_path for fc in anim.fcurves(r.source, anim.slot_of(r.obj)) or []}
@@ -182,8 +149,8 @@ class BakeJob:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
         self.fps = fps_of(self.scene)
         # The frames read: the range and the frames around it that the feet's smoothing between contacts
-        # reaches (`batch.context_frames`), so a range bakes as it plays in live preview's longer range.
-        self.pad = batch.context_frames(self.fps)
+        # reaches (`model.context_frames`), so a range bakes as it plays in live preview's longer range.
+        self.pad = model.context_frames(self.fps)
         self.read = range(start - self.pad, end + self.pad + 1)
         for r in self.rigs:
             if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
@@ -196,8 +163,8 @@ class BakeJob:
                                   for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(r.obj, lb)),
                                  default=0.0)
         # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset and the feet's heights
-        # of every frame, so that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) and
-        # the smoothing of the feet between contacts (`batch.swing_smoothing`) apply to them too.
+        # of every frame, so that the pelvis's speed limit over all frames (`model.pelvis_speed_limit`) and
+        # the smoothing of the feet between contacts (`model.swing_smoothing`) apply to them too.
         self.total = len(self.read) + (len(self.frames) if self._slow else 0)
         self.done = 0
 
@@ -231,9 +198,9 @@ class BakeJob:
                 for rig in self.rigs:
                     if rig.pelvis is not None:
                         offset, moved, step = rig.pelvis
-                        rig.pelvis = (batch.pelvis_speed_limit(offset, moved, step), moved, step)
+                        rig.pelvis = (model.pelvis_speed_limit(offset, moved, step), moved, step)
                     for k, (height, floor, touch, pinned, leg) in rig.feet.items():
-                        rig.foot_shift[k] = batch.swing_change(height, floor, touch, pinned, self.fps, leg)
+                        rig.foot_shift[k] = model.swing_change(height, floor, touch, pinned, self.fps, leg)
         return self.done >= self.total
 
     def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
@@ -249,7 +216,7 @@ class BakeJob:
         obj = rig.obj
         result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.read[row], dry=True)
         offset[row], moved[row] = result.pelvis_offset, result.pelvis_moved
-        step[row] = batch.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
+        step[row] = model.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
         for k in result.feet:
             if k not in rig.feet:  # a foot unplanned so far: pinned (nan) on the rows before
                 rig.feet[k] = (np.full(row, np.nan), np.full(row, -np.inf), np.full(row, -np.inf), np.ones(row, dtype=bool),
@@ -304,8 +271,7 @@ class BakeJob:
         return reports
 
     def _restore(self, rebuild: bool = False) -> None:
-        for name in self.was_live:
-            live.live_rigs.add(name)
+        self._pause.close()
         objs = [r.obj for r in self.rigs if r.obj.name in self.was_live]
         if rebuild and objs:
             try:

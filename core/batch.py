@@ -18,172 +18,62 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 from mathutils import Euler, Quaternion, Vector
 
-from ..properties import settings
+from ..solvers.rotations import (
+    affine_inv,
+    channel_quat,
+    mat_to_quat,
+    q_between,
+    qconj,
+    qmat,
+    qmul,
+    qnormalize,
+    qrot,
+    qslerp,
+    xform,
+)
 from ..solvers.soft import soft_distance
 from ..solvers.two_bone import solve_two_bone_batch
 from . import rig
-from .plant import (
+from .checks import limb_is_usable
+from .contacts import locks_over
+from .heightfield import DownHits
+from .model import (
+    arc_ramp,
+    arc_window,
+    clearance_extra,
+    pelvis_speed_limit,
+    pelvis_step,
+    smoothstep,
+    swing_change,
+)
+from .plant import placed_locks
+from .rig import anim_paths, heel_local, object_moves, rest_leg_length, settings
+from .rig import bone_names as _names
+from .tuning import (
     ALIGN_FADE,
+    ANCHORED,
+    ARC_PATH,
+    ARC_SAMPLES,
+    ARC_WIDTH,
     BODY_RADIUS,
     EXT_SLACK,
     FORWARD_BIAS,
     MAX_PITCH,
+    PELVIS_SPEED,
     PLANE_EPS,
     REACH_MARGIN,
+    SOFT_LOOSE,
+    SOFT_REACH,
+    SOFT_STEPS,
+    SOLE_DOWN,
     STRAIGHT,
     SWING_LIFT,
-    clearance_extra,
-    heel_local,
-    limb_is_usable,
-    placed_locks,
-    rest_leg_length,
-    smoothstep,
-)
-from .plant import (
-    _bone_names as _names,
 )
 
 if TYPE_CHECKING:
     import bpy
 
     from .ground import Terrain
-
-
-# The pelvis never moves faster than this (x leg length per second) for the ground: where the frame-by-frame
-# offset (`plant.soft_reach_drop`) would, it moves earlier and lower instead (`pelvis_speed_limit`). A
-# person climbing stairs lifts the pelvis about 0.3 leg per second; a swing foot's target that jumps, or a
-# leg handing the body to the other at lift-off, would otherwise jerk the body and the standing knee.
-PELVIS_SPEED = 1.0
-
-
-def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
-    """How far the pelvis may move from one frame to the next (`PELVIS_SPEED`), in world units, for a rig
-    whose longest leg is `rest_leg` long in armature units; inf without a frame rate."""
-    return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
-
-
-def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
-    the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
-    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    `plant.plant_rig` alone cannot (live preview's fallback adds what the last frame cache's limit did)."""
-    x = np.where(moved, offset, np.inf).astype(np.float64)
-    st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
-    if len(x) < 2 or not np.isfinite(st).all():
-        return offset
-    # st[i] is the step from row i-1 to row i. Forward, y[i] = min(x[i], y[i-1] + st[i]): with S the running
-    # sum of the steps, y = S + cummin(x - S). Backward, y[i] = min(y[i], y[i+1] + st[i+1]): the same from the
-    # end, with T the sum of the steps after row i. Together: y[i] = min over j of x[j] + |S[i] - S[j]|.
-    s = np.concatenate(([0.0], np.cumsum(st[1:])))
-    y = s + np.minimum.accumulate(x - s)
-    t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
-    y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
-    return np.where(moved & np.isfinite(y), y, offset)
-
-
-# A foot between two contacts has its correction (how far the plan lifts it over the ground it follows)
-# smoothed over time (`swing_smoothing`): a Gaussian of this many seconds over every frame, the frames it
-# may not change (contacts) included as they are. The clearance, swing-line and toe-up terms switch on and
-# off within a few frames (a lift-off beside a riser, a sole the animation brushes on its floor in mid-air,
-# a step edge passing, a toe-first landing), and at 120 fps each switch jerked the knee.
-SWING_SMOOTH = 0.03
-# Where the Gaussian moves a frame it may not change, the difference is carried back into the frames around
-# it, fading out over this many Gaussian widths (`swing_smoothing`): the foot meets each contact as it is,
-# with no jump, and the smoothing keeps its full width up to the contact.
-SWING_REACH = 3.0
-# A sole the animation has this close to its floor (x leg length) is where the animator put it: not smoothed.
-SOLE_DOWN = 1e-4
-# Smoothed fully where the plan lifts the foot this far (x leg length) over the terrain under its soles
-# within the Gaussian's reach, and not at all where it lifts it nowhere there.
-SWING_LIFTED = 0.005
-# A foot's ground between contacts comes from the contacts around it (`Lock.anchors`), faded into the terrain
-# right under it before the first contact and after the last. Its correction is smoothed where at least
-# this much of it comes from the contacts (the ground's fade ends in the frames just before a first contact);
-# where less does, the terrain right under the foot, which jumps at a step edge, weighs in it: pinned.
-ANCHORED = 0.9
-
-
-def _swing_spans(fps: float) -> tuple[float, int, float]:
-    """`swing_smoothing`'s Gaussian width and radius, and its carried differences' reach, in frames."""
-    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
-    return width, int(math.ceil(3.0 * width)), SWING_REACH * width
-
-
-def context_frames(fps: float) -> int:
-    """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
-    the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
-    if fps <= 0.0:
-        return 0
-    _width, radius, reach = _swing_spans(fps)
-    return radius + int(math.ceil(reach)) + 1
-
-
-def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
-    """The largest of `values` within `radius` rows of each row."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    padded = np.concatenate((np.full(radius, -np.inf), values, np.full(radius, -np.inf)))
-    return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
-
-
-def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
-                    fps: float, leg: Any) -> np.ndarray:
-    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
-    it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
-    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground less than ANCHORED
-    from the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
-    is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
-    at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
-    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
-    `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
-    the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
-    swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
-    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
-    height = np.asarray(correction, dtype=np.float64)
-    n = len(height)
-    leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
-    width, r, reach = _swing_spans(fps)
-    valid = np.isfinite(height)
-    fixed = np.asarray(pinned, dtype=bool) | ~valid
-    if n < 2 or width <= 0.0 or fixed.all():
-        return height.copy()
-    values = np.where(valid, height, 0.0)
-    g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
-    total = np.convolve(valid.astype(np.float64), g, "same")
-    smooth = np.convolve(values, g, "same") / np.where(total > 0.0, total, 1.0)
-    # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
-    # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
-    # than that on either side.
-    pins = np.flatnonzero(fixed)
-    if len(pins):
-        moved = np.where(fixed & valid, height - smooth, 0.0)
-        rows = np.arange(n)
-        at = np.searchsorted(pins, rows)
-        left = pins[np.maximum(at - 1, 0)]
-        right = pins[np.minimum(at, len(pins) - 1)]
-        dl = np.where(at > 0, rows - left, np.inf)
-        dr = np.where(at < len(pins), right - rows, np.inf)
-        fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
-        fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
-        share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
-        to_left = fl * (1.0 - fr) + fl * fr * share
-        to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
-        smooth = smooth + to_left * moved[left] + to_right * moved[right]
-    smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
-    # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
-    # a foot that just follows the terrain keeps the animation's swing as it is.
-    bounded = np.isfinite(floor)
-    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
-    near = smoothstep(np.minimum(_window_max(lifted, r), 1e300) / (SWING_LIFTED * leg))
-    return np.where(fixed, height, values + near * (smooth - values))
-
-
-def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
-                 leg: Any) -> np.ndarray:
-    """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
-    smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
-    return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
 
 
 @dataclass
@@ -225,20 +115,6 @@ def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame
     return np.where(ok[:, None], pole, np.nan)
 
 
-def _anim_paths(obj: bpy.types.Object) -> list[str]:
-    ad = obj.animation_data
-    if ad is None:
-        return []
-    from . import anim
-
-    paths = [d.data_path for d in ad.drivers]
-    if ad.action is not None:
-        paths += [fc.data_path for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []]
-    if ad.nla_tracks:
-        paths.append("*")  # NLA strips may animate anything
-    return paths
-
-
 def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
                up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """`plant._toe_pitch` over arrays: (turns, which rows have one)."""
@@ -258,14 +134,6 @@ def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_nee
     return q, has
 
 
-def object_moves(obj: bpy.types.Object) -> bool:
-    """True when something may change the armature object's own transform over time (its animation,
-    drivers, NLA, a parent or a constraint)."""
-    moving = ("location", "rotation_", "scale", "delta_")
-    return (obj.parent is not None or bool(obj.constraints)
-            or any(p == "*" or p.startswith(moving) for p in _anim_paths(obj)))
-
-
 def _static(obj: Any) -> bool:
     """True for an object whose transform nothing changes over time (no animation, parent, constraint)."""
     return (obj is not None and obj.animation_data is None and obj.parent is None and not obj.constraints
@@ -273,11 +141,11 @@ def _static(obj: Any) -> bool:
 
 
 def _scale_animated(obj: bpy.types.Object) -> bool:
-    return any(p == "*" or p.endswith(".scale") for p in _anim_paths(obj))
+    return any(p == "*" or p.endswith(".scale") for p in anim_paths(obj))
 
 
 def _weights_animated(obj: bpy.types.Object) -> bool:
-    return any(p == "*" or p.startswith("contact_ik.") for p in _anim_paths(obj))
+    return any(p == "*" or p.startswith("contact_ik.") for p in anim_paths(obj))
 
 
 def unsupported(obj: bpy.types.Object) -> Optional[str]:
@@ -295,150 +163,6 @@ def unsupported(obj: bpy.types.Object) -> Optional[str]:
         if any(rig.limits_of(pbs[n]) is not None for n in names + [lb.end_bone]):
             return f"limb {lb.name!r} has IK limits"
     return None
-
-
-# ------------------------------------------------------------------------------------------ quaternions
-# Arrays of (..., 4) in Blender's (w, x, y, z) order.
-
-
-def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
-
-
-def qconj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def qnormalize(q: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), np.array([1.0, 0.0, 0.0, 0.0]))
-
-
-def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
-    w = q[..., :1]
-    u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def qmat(q: np.ndarray) -> np.ndarray:
-    """3x3 rotation matrices of unit quaternions."""
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack((
-        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1)), -2)
-
-
-def mat_to_quat(m: np.ndarray) -> np.ndarray:
-    """Unit quaternions of the rotation part of (..., 3+, 3+) matrices (columns normalised first)."""
-    r = m[..., :3, :3]
-    norm = np.linalg.norm(r, axis=-2, keepdims=True)
-    r = r / np.where(norm > 0.0, norm, 1.0)  # a column scaled to zero stays zero (finite, no warning)
-    tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
-    out = np.empty(r.shape[:-2] + (4,))
-    c0 = tr > 0.0
-    s = np.sqrt(np.maximum(tr + 1.0, 1e-300)) * 2.0
-    out0 = np.stack((0.25 * s, (r[..., 2, 1] - r[..., 1, 2]) / s, (r[..., 0, 2] - r[..., 2, 0]) / s,
-                     (r[..., 1, 0] - r[..., 0, 1]) / s), -1)
-    c1 = ~c0 & (r[..., 0, 0] > r[..., 1, 1]) & (r[..., 0, 0] > r[..., 2, 2])
-    s1 = np.sqrt(np.maximum(1.0 + r[..., 0, 0] - r[..., 1, 1] - r[..., 2, 2], 1e-300)) * 2.0
-    out1 = np.stack(((r[..., 2, 1] - r[..., 1, 2]) / s1, 0.25 * s1, (r[..., 0, 1] + r[..., 1, 0]) / s1,
-                     (r[..., 0, 2] + r[..., 2, 0]) / s1), -1)
-    c2 = ~c0 & ~c1 & (r[..., 1, 1] > r[..., 2, 2])
-    s2 = np.sqrt(np.maximum(1.0 + r[..., 1, 1] - r[..., 0, 0] - r[..., 2, 2], 1e-300)) * 2.0
-    out2 = np.stack(((r[..., 0, 2] - r[..., 2, 0]) / s2, (r[..., 0, 1] + r[..., 1, 0]) / s2, 0.25 * s2,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s2), -1)
-    s3 = np.sqrt(np.maximum(1.0 + r[..., 2, 2] - r[..., 0, 0] - r[..., 1, 1], 1e-300)) * 2.0
-    out3 = np.stack(((r[..., 1, 0] - r[..., 0, 1]) / s3, (r[..., 0, 2] + r[..., 2, 0]) / s3,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s3, 0.25 * s3), -1)
-    out = np.where(c0[..., None], out0, np.where(c1[..., None], out1, np.where(c2[..., None], out2, out3)))
-    return qnormalize(out)
-
-
-def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The shortest-arc rotation taking direction `u` to direction `v` (identity for zero vectors)."""
-    un = np.linalg.norm(u, axis=-1, keepdims=True)
-    vn = np.linalg.norm(v, axis=-1, keepdims=True)
-    zero = ((un == 0.0) | (vn == 0.0))[..., 0]
-    a = u / np.where(un > 0.0, un, 1.0)
-    b = v / np.where(vn > 0.0, vn, 1.0)
-    w = 1.0 + np.einsum("...i,...i->...", a, b)
-    xyz = np.cross(a, b)
-    opposite = w < 1e-12
-    if np.any(opposite):  # half a turn about any axis across `a`
-        ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
-        xyz = np.where(opposite[..., None], ortho, xyz)
-        w = np.where(opposite, 0.0, w)
-    q = qnormalize(np.concatenate((w[..., None], xyz), -1))
-    return np.where(zero[..., None], np.array([1.0, 0.0, 0.0, 0.0]), q)
-
-
-def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Shortest-path spherical interpolation, per row (as mathutils' Quaternion.slerp)."""
-    cos = np.einsum("...i,...i->...", a, b)
-    b = np.where((cos < 0.0)[..., None], -b, b)
-    cos = np.abs(cos)
-    t = np.asarray(t, dtype=np.float64)
-    near = cos > 1.0 - 1e-4
-    omega = np.arccos(np.clip(cos, -1.0, 1.0))
-    so = np.where(near, 1.0, np.sin(omega))
-    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * omega) / so)
-    wb = np.where(near, t, np.sin(t * omega) / so)
-    return wa[..., None] * a + wb[..., None] * b
-
-
-def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
-    axes = {"X": 0, "Y": 1, "Z": 2}
-    q = np.zeros(e.shape[:-1] + (4,))
-    q[..., 0] = 1.0
-    for ch in order:  # Blender's 'XYZ' applies X first: q = qZ qY qX
-        k = axes[ch]
-        half = 0.5 * e[..., k]
-        r = np.zeros_like(q)
-        r[..., 0] = np.cos(half)
-        r[..., 1 + k] = np.sin(half)
-        q = qmul(r, q)
-    return q
-
-
-def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray) -> np.ndarray:
-    """`rig.rotation_of` over arrays of channel values."""
-    if mode == "QUATERNION":
-        return qnormalize(quat)
-    if mode == "AXIS_ANGLE":
-        axis = aa[..., 1:]
-        n = np.linalg.norm(axis, axis=-1, keepdims=True)
-        half = 0.5 * aa[..., :1]
-        q = np.concatenate((np.cos(half), np.sin(half) * axis / np.where(n > 0, n, 1.0)), -1)
-        return np.where(n > 0, q, np.array([1.0, 0.0, 0.0, 0.0]))
-    return euler_to_quat(euler, mode)
-
-
-def affine_inv(m: np.ndarray) -> np.ndarray:
-    """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
-    a = m[..., :3, :3]
-    c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    r0, r1, r2 = np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)
-    det = np.einsum("...i,...i->...", c0, r0)
-    det = np.where(det != 0.0, det, 1.0)[..., None]
-    inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)
-    out = np.zeros(m.shape)
-    out[..., :3, :3] = inv3
-    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
-    out[..., 3, 3] = 1.0
-    return out
-
-
-def xform(m: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Affine matrices (..., 4, 4) applied to points (..., 3)."""
-    return np.einsum("...ij,...j->...i", m[..., :3, :3], p) + m[..., :3, 3]
 
 
 # ------------------------------------------------------------------------------------------ the rig
@@ -514,8 +238,6 @@ class BatchRig:
                 weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
             ))
-        from .contacts import locks_over
-
         for lb in self.limbs:
             prop = s.limbs[lb.index]
             lb.auto_pole = prop.pole_mode == "AUTO"
@@ -904,8 +626,6 @@ class BatchRig:
     def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
         """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""
         assert self.terrain is not None
-        from .heightfield import DownHits
-
         reach = np.broadcast_to(reach, (len(points),))
         if np.all(up == up[0]):  # the usual case: the armature does not turn
             return self.terrain.down_rays(up[0]).cast(points, reach)
@@ -937,8 +657,6 @@ class BatchRig:
     def _swing_line(self, rows, a, b, ga, gb, t, gap, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
         """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
         direction, length, h0, h1, lift, ramp), one entry per row."""
-        from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window
-
         path = b - a
         plen = np.linalg.norm(path, axis=1)
         idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
@@ -1004,8 +722,6 @@ class BatchRig:
 
     def _reach_drop(self, plans, window, up):  # type: ignore[no-untyped-def]
         """`plant.soft_reach_drop` over all frames: (offset, whether the pelvis moves)."""
-        from .plant import SOFT_LOOSE, SOFT_REACH, SOFT_STEPS
-
         drops = [self._reach_drop_at(plans, window, up, SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE))
                  for k in range(SOFT_STEPS)]
         return sum(d[0] for d in drops) / len(drops), drops[0][1]

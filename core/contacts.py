@@ -22,24 +22,27 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 from mathutils import Vector
 
-from ..properties import settings
-from .plant import heel_local, limb_is_usable, smoothstep
+from . import state
+from .checks import limb_is_usable
+from .model import smoothstep
+from .rig import heel_local, settings
+from .tuning import (
+    BASELINE_WINDOW,
+    FADE,
+    FOOTPRINT_ANGLES,
+    LAND_HEIGHT,
+    LAND_SPEED,
+    LIFT_HEIGHT,
+    LIFT_SPEED,
+    MIN_CONTACT,
+    MIN_GAP,
+    PITCH_EASE,
+    SWING_EASE,
+)
 
 if TYPE_CHECKING:
     import bpy
 
-# Down: sole within LAND_HEIGHT x leg of the floor and slower than LAND_SPEED legs per second;
-# up again above LIFT_HEIGHT or faster than LIFT_SPEED.
-LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
-LAND_SPEED, LIFT_SPEED = 0.4, 0.8
-MIN_CONTACT = 0.08  # seconds
-MIN_GAP = 0.05  # seconds
-EASE = 0.2  # seconds
-FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
-SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
-PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
-BASELINE_WINDOW = 0.75  # seconds either side
-FOOTPRINT_ANGLES = 90  # orientations tried for a contact's footprint (over half a turn)
 
 
 def fps_of(scene: bpy.types.Scene) -> float:
@@ -92,19 +95,13 @@ def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
 def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
     """Per foot limb (by index): ankle positions (armature space), lowest sole height above the floor
     and the lowest sole point's speed, over frames [start, end] of the animation (live preview off)."""
-    from . import live
-
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
     n = end - start + 1
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
                "heel": np.empty((n, 3)), "toe": np.empty((n, 3))} for i, _lb in feet}
-    current = scene.frame_current
-    was_live = obj.name in live.live_rigs
-    live.live_rigs.discard(obj.name)
-    live.restore_for_edit(obj)
-    try:
+    with state.paused([obj], scene):
         heels = {i: heel_local(obj, lb.end_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
@@ -122,10 +119,6 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
                 d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
-    finally:
-        if was_live:
-            live.live_rigs.add(obj.name)
-        scene.frame_set(current)
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps

@@ -15,14 +15,16 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
+from .errors import UserError
+
 if TYPE_CHECKING:
     import bpy
 
 log = logging.getLogger(__name__)
 
 
-class TerrainError(ValueError):
-    """The terrain cannot be used; the message says how to fix it."""
+# The terrain cannot be used; the message says how to fix it.
+TerrainError = UserError
 
 
 @dataclass(frozen=True)
@@ -165,3 +167,11 @@ class TerrainCache:
 
     def reset(self) -> None:
         self._trees.clear()
+
+
+def terrain_height(terrain: Terrain, point: Vector, up: Vector, base: Vector, reach: float) -> Optional[tuple[float, Vector]]:
+    """Height (along `up`, above `base`) and normal of the terrain under/over `point`, or None."""
+    hit = terrain.ray(point + up * reach, -up, 2.0 * reach)
+    if hit is None:
+        return None
+    return (hit.location - base).dot(up), hit.normal

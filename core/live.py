@@ -15,25 +15,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import bpy
 import numpy as np
 
-from ..properties import settings
-from . import checks
-from .ground import TerrainError, terrain_objects
-from .handlers import caches
+from . import batch, checks, model
+from .contacts import fps_of
+from .errors import UserError
+from .ground import terrain_objects
 from .plant import RigResult, plant_rig
+from .rig import settings
+from .state import (  # noqa: F401  (live_rigs, Key and forget are part of live preview's interface)
+    PROPS,
+    FrameCache,
+    Key,
+    RigMemory,
+    caches,
+    forget,
+    live_rigs,
+    paused,
+    restore_animation_values,
+    restore_for_edit,
+)
 
 log = logging.getLogger(__name__)
 
-# Names of armature objects with live preview on (kept in step by the property's update and load_post).
-live_rigs: set[str] = set()
-
-Key = tuple[str, str]  # (bone, channel property)
-PROPS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle")
 # True while Contact IK itself writes and re-evaluates: its own updates must not drop the cache.
 writing = False
 # Solve whole frame ranges at once for fast scrubbing (tests switch it off to check the frame-by-frame path).
@@ -42,40 +49,6 @@ USE_FRAME_CACHE = True
 MAX_CACHE_FRAMES = 20_000
 # Inside `together`: the rigs whose frame cache is built when it ends (None outside).
 _deferred: Optional[set[str]] = None
-
-
-@dataclass
-class RigMemory:
-    """For each channel we wrote: the animation's values (fk) and the values we wrote (ours)."""
-
-    fk: dict[Key, tuple[float, ...]] = field(default_factory=dict)
-    ours: dict[Key, tuple[float, ...]] = field(default_factory=dict)
-    # The last cached frame written (cache, row), entered into fk/ours only when they are needed
-    # (`settle`): a cached frame change then costs no per-channel bookkeeping.
-    pending: Optional[tuple[FrameCache, int]] = None
-
-    def settle(self) -> None:
-        if self.pending is None:
-            return
-        cache, i = self.pending
-        self.pending = None
-        for key, arr in cache.values.items():
-            self.ours[key] = tuple(arr[i].tolist())
-            self.fk[key] = tuple(cache.fk[key][i].tolist())
-
-
-@dataclass
-class FrameCache:
-    """Solved channel values for every frame of [start, end], and the animation's values under them."""
-
-    start: int
-    end: int
-    values: dict[Key, np.ndarray]  # (frames, size) float32, what live preview writes
-    fk: dict[Key, np.ndarray]
-    # The same values grouped by property for `foreach_set`: prop -> (pose bone indices, (frames, bones, size)).
-    blocks: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    bone_count: int = 0
-    written: list[str] = field(default_factory=list)  # the bones written, sorted
 
 
 def _channels(pb: bpy.types.PoseBone) -> tuple[tuple[float, ...], ...]:
@@ -109,27 +82,6 @@ def sync_registry() -> None:
             live_rigs.add(obj.name)
 
 
-def restore_animation_values(obj: bpy.types.Object) -> bool:
-    """Put back the animation's values in channels that still hold ours; True if any changed."""
-    memory = caches.rigs.get(obj.name)
-    if not isinstance(memory, RigMemory):
-        return False
-    memory.settle()
-    changed = False
-    bones = obj.pose.bones
-    for (name, prop), ours in memory.ours.items():
-        pb = bones.get(name)
-        if pb is None:
-            continue
-        current = tuple(getattr(pb, prop))
-        if current == ours:
-            setattr(pb, prop, memory.fk[(name, prop)])
-            changed = True
-        else:
-            memory.fk[(name, prop)] = current  # the animation (or the user) set a new value
-    return changed
-
-
 def _memory(obj: bpy.types.Object) -> RigMemory:
     memory = caches.rigs.get(obj.name)
     if not isinstance(memory, RigMemory):
@@ -142,7 +94,7 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     s = settings(obj)
     error = checks.transform_error(obj) or checks.settings_error(obj)
     if error:
-        raise ValueError(error)
+        raise UserError(error)
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = _memory(obj)
     memory.settle()
@@ -274,9 +226,6 @@ def together(scene: bpy.types.Scene) -> Iterator[None]:
 def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict[str, FrameCache]:
     """`precompute` for several rigs with one sweep of the frame range (every rig read on each frame);
     the caches built, by rig name (rigs the fast path does not cover are left out)."""
-    from . import batch
-    from .contacts import fps_of
-
     for obj in objs:
         caches.frames.pop(obj.name, None)
     if not USE_FRAME_CACHE:
@@ -298,21 +247,20 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         terrain_objs = terrain_objects(s)
         try:
             terrain = caches.terrain.get(terrain_objs, depsgraph) if terrain_objs else None
-        except TerrainError:
+        except UserError:
             continue
         if terrain is None and any(lb.kind == "FOOT" and lb.enabled for lb in s.limbs):
             continue
         todo.append((obj, terrain))
     if not todo:
         return {}
-    saved_frame, saved_live = scene.frame_current, set(live_rigs)
+    saved_frame = scene.frame_current
     global writing
-    live_rigs.clear()  # nothing is planted while the range is swept
-    was_writing, writing = writing, True  # and what the sweep stirs up is ours, not an edit
+    was_writing, writing = writing, True  # what the sweep stirs up is ours, not an edit
     try:
-        try:
+        with paused():  # nothing is planted while the range is swept
             rigs = []
-            pad = batch.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
+            pad = model.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
             for obj, terrain in todo:
                 restore_for_edit(obj)
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
@@ -322,8 +270,6 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 for _obj, rig in rigs:
                     rig.read(i)
             outs = [(obj, rig, rig.compute()) for obj, rig in rigs]
-        finally:
-            live_rigs.update(saved_live)
         built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}
         scene.frame_set(saved_frame)  # with the caches in place: the current frame is planted from them
         if bpy.context.view_layer is not None:
@@ -334,13 +280,11 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
 
 
 def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> FrameCache:
-    from . import bake
-
     values, fk = {}, {}
     keep = slice(rig.context, rig.frames - rig.context)  # the rows read around the range are left out
     fk_arrays = {"rotation_quaternion": rig.quat[keep], "rotation_euler": rig.euler[keep],
                  "rotation_axis_angle": rig.aa[keep], "location": rig.loc[keep]}
-    for c in bake.driven_channels(obj):
+    for c in checks.driven_channels(obj):
         key = (c.bone, c.prop)
         base = fk_arrays[c.prop][:, rig.slot[rig.bone_index[c.bone]]]
         values[key] = np.ascontiguousarray(out[key][0] if key in out else base, dtype=np.float32)
@@ -401,7 +345,7 @@ def _rebuild() -> Optional[float]:
 
 
 def _disable(obj: bpy.types.Object, exc: Exception) -> None:
-    reason = str(exc) if isinstance(exc, (TerrainError, ValueError, KeyError)) else f"{type(exc).__name__}: {exc}"
+    reason = str(exc) if isinstance(exc, (UserError, ValueError, KeyError)) else f"{type(exc).__name__}: {exc}"
     print(f"Contact IK: live preview turned off for {obj.name!r}: {reason}")
     log.debug("live preview failure", exc_info=True)
     live_rigs.discard(obj.name)
@@ -422,14 +366,3 @@ def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | Non
         print(f"Contact IK: live preview error: {type(exc).__name__}: {exc}")
 
 
-def restore_for_edit(obj: bpy.types.Object) -> None:
-    """Give back the animation's values in every channel that still holds ours and forget them (before a
-    limb is removed or changed, so no IK rotation is left behind in an un-keyed channel)."""
-    if restore_animation_values(obj) and bpy.context.view_layer is not None:
-        bpy.context.view_layer.update()
-    forget(obj.name)
-
-
-def forget(obj_name: str) -> Any:
-    caches.frames.pop(obj_name, None)
-    return caches.rigs.pop(obj_name, None)

@@ -9,7 +9,7 @@ stand on or travel between (`_FootPlan.support`: from their contacts, so stairs 
 the terrain under the body, averaged over a disk the size of a stride, for a foot without contacts
 around) and drops, gradually (`soft_reach_drop`), where a leg could not otherwise reach or would be
 straighter than animated. Over all frames (the bake, live preview's frame cache), the pelvis then keeps
-under a speed limit (`batch.pelvis_speed_limit`), which `plant_rig` is given (`pelvis_offset`,
+under a speed limit (`model.pelvis_speed_limit`), which `plant_rig` is given (`pelvis_offset`,
 `pelvis_shift`) since one frame alone cannot know it. A lifted foot keeps clear of the terrain around it
 (`heightfield.ClearanceField`) and turns toe-up rather than lift its ankle for its toe (`_toe_pitch`);
 a contact whose footprint straddles a step edge is moved onto one level (`placed_locks`).
@@ -26,26 +26,38 @@ from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import ChainPose, solve_limb
 from . import rig
-from .ground import Terrain
+from .checks import limb_is_usable
+from .contacts import fps_of, lock_at
+from .ground import Terrain, terrain_height
+from .model import arc_ramp, arc_window, clearance_extra, smoothstep
+from .rig import bone_names, floor_point, heel_local, object_moves, rest_leg_length, up_axis, world_scale
+from .tuning import (
+    ALIGN_FADE,
+    ANCHORED,
+    ARC_PATH,
+    ARC_SAMPLES,
+    ARC_WIDTH,
+    BODY_RADIUS,
+    EXT_SLACK,
+    FOOT_EDGE,
+    FOOT_MARGIN,
+    FOOT_SAMPLES,
+    FOOT_SHIFT,
+    FOOT_STEP,
+    FORWARD_BIAS,
+    MAX_PITCH,
+    PLANE_EPS,
+    REACH_MARGIN,
+    SOFT_LOOSE,
+    SOFT_REACH,
+    SOFT_STEPS,
+    SOLE_DOWN,
+    STRAIGHT,
+    SWING_LIFT,
+)
 
 if TYPE_CHECKING:
     import bpy
-
-# The foot turns to the ground while within this fraction of the leg length above the floor.
-ALIGN_FADE = 0.15
-# Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it.
-REACH_MARGIN = 0.98
-# ... and a leg on the ground no straighter than the animation has it plus this (x leg length): near full
-# extension the knee turns fast for a small change of reach, so a leg kept straighter than animated pops.
-EXT_SLACK = 0.03
-# Radius of the disk under the pelvis whose mean terrain height the body follows (x leg length).
-BODY_RADIUS = 0.6
-# A limb bent less than this (x its length) off the hip-ankle line has no usable FK plane.
-PLANE_EPS = 0.01
-# How far (x leg length) the knee's pole leans toward where the foot points, so a straight leg has one.
-FORWARD_BIAS = 0.05
-# A knee bent less than this (x leg length) off the hip-ankle line counts as nearly straight.
-STRAIGHT = 0.2
 
 
 @dataclass
@@ -60,38 +72,11 @@ class LimbResult:
 class RigResult:
     pelvis_offset: float = 0.0
     pelvis_moved: bool = False
-    # Per foot planned (by its index in the settings' limbs), for `batch.swing_smoothing` (`dry` only): its
+    # Per foot planned (by its index in the settings' limbs), for `model.swing_smoothing` (`dry` only): its
     # correction, floor, touch, whether it is pinned (`_FootPlan`) and the leg's length.
     feet: dict[int, tuple[float, float, float, bool, float]] = field(default_factory=dict)
     limbs: list[LimbResult] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
-
-
-def up_axis(obj: bpy.types.Object) -> Vector:
-    """The armature's up axis in world space (its local Z)."""
-    return (obj.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0))).normalized()
-
-
-def floor_point(obj: bpy.types.Object, floor_height: float) -> Vector:
-    return obj.matrix_world @ Vector((0.0, 0.0, floor_height))
-
-
-def world_scale(obj: bpy.types.Object) -> float:
-    s = obj.matrix_world.to_scale()
-    return (abs(s.x) + abs(s.y) + abs(s.z)) / 3.0
-
-
-def heel_local(obj: bpy.types.Object, foot_bone: str, foot_offset: float) -> Vector:
-    """The heel (the sole point under the ankle at rest) in the foot bone's own frame."""
-    bone = obj.data.bones[foot_bone]
-    rest = bone.matrix_local
-    heel_arm = bone.head_local - Vector((0.0, 0.0, foot_offset))
-    return rest.inverted_safe() @ heel_arm
-
-
-def rest_leg_length(obj: bpy.types.Object, bone_names: list[str]) -> float:
-    bones = obj.data.bones
-    return sum(bones[n].length for n in bone_names) * world_scale(obj)
 
 
 def sole_points(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, foot_frame: Matrix) -> list[Vector]:
@@ -100,14 +85,6 @@ def sole_points(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, foot_frame
     if limb.toe_bone and limb.toe_bone in obj.pose.bones:
         pts.append(obj.matrix_world @ obj.pose.bones[limb.toe_bone].tail)
     return pts
-
-
-def terrain_height(terrain: Terrain, point: Vector, up: Vector, base: Vector, reach: float) -> Optional[tuple[float, Vector]]:
-    """Height (along `up`, above `base`) and normal of the terrain under/over `point`, or None."""
-    hit = terrain.ray(point + up * reach, -up, 2.0 * reach)
-    if hit is None:
-        return None
-    return (hit.location - base).dot(up), hit.normal
 
 
 def translated(pose: ChainPose, offset: Vector) -> ChainPose:
@@ -124,17 +101,6 @@ def translated(pose: ChainPose, offset: Vector) -> ChainPose:
     )
 
 
-def _bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
-    return [b.bone for b in limb.bones if b.bone]
-
-
-def limb_is_usable(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> bool:
-    """Its bones exist and are a parent-child line (`checks.limb_error`): a broken limb is skipped, never solved."""
-    from .checks import limb_error
-
-    return limb_error(obj, limb) is None
-
-
 def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain: Terrain,
               depsgraph: Optional[bpy.types.Depsgraph] = None, frame: Optional[float] = None,
               dry: bool = False, pelvis_offset: Optional[float] = None, pelvis_shift: float = 0.0,
@@ -145,14 +111,12 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
 
     `dry`: write nothing, only find the pelvis offset (`RigResult.pelvis_offset`, and `pelvis_moved`).
     `pelvis_offset`: use this offset instead of this frame's own (the bake's, after the pelvis's speed
-    limit over all frames, `batch.pelvis_speed_limit`). `pelvis_shift`: added to this frame's own offset
+    limit over all frames, `model.pelvis_speed_limit`). `pelvis_shift`: added to this frame's own offset
     (what that limit did to this frame when it was last computed: live preview's fallback).
     `foot_shift`: per foot (by its index in the settings' limbs), added to its target's height: what the
-    smoothing between contacts over all frames does to this frame (`batch.swing_smoothing`; the bake's, or
+    smoothing between contacts over all frames does to this frame (`model.swing_smoothing`; the bake's, or
     as the last frame cache had it for live preview's fallback)."""
     import bpy
-
-    from .contacts import fps_of
 
     result = RigResult()
     src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
@@ -177,7 +141,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
     # walks far up a slope or a flight of stairs still finds the ground under every step.
     body = None
     if pelvis and feet:
-        leg_body = max(rest_leg_length(src, _bone_names(lb)) for lb in feet)
+        leg_body = max(rest_leg_length(src, bone_names(lb)) for lb in feet)
         body = _body_ground(src, pelvis, terrain, up, base, leg_body)
     window = body if body is not None else 0.0
 
@@ -225,7 +189,7 @@ def plant_rig(obj: bpy.types.Object, settings: bpy.types.PropertyGroup, terrain:
         target_info = _hand_target(limb, ev)
         if target_info is None:
             continue
-        names = _bone_names(limb)
+        names = bone_names(limb)
         pose = translated(rig.read_chain(src, names, end_bone=limb.end_bone or None), shift)
         target, rotation = target_info
         pole = _pole(src, limb, ev)
@@ -250,7 +214,7 @@ class _FootPlan:
     reach: float
     support: float = 0.0  # the pelvis's ground from this foot (see `_plan_foot`)
     extension: float = 1.0  # hip to ankle over the leg's length, as animated
-    # For `batch.swing_smoothing`: how far the target is lifted over the ground it follows (`correction`)
+    # For `model.swing_smoothing`: how far the target is lifted over the ground it follows (`correction`)
     # and how far it would be for the sole points to stand their animated heights over the terrain right
     # under them (`floor`, -inf if no ray hit) and to touch it (`touch`: no lower, or a sole goes through
     # it), and whether the foot is held where it is (`pinned`).
@@ -296,7 +260,7 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                window: float = 0.0) -> Optional[_FootPlan]:
     """The foot's target and rotation. Rays search `reach` above and below the foot raised by `window`
     (the terrain height under the body), where the ground under the foot is expected."""
-    names = _bone_names(limb)
+    names = bone_names(limb)
     if not limb.end_bone:
         return None
     pose = rig.read_chain(obj, names, end_bone=limb.end_bone)
@@ -308,9 +272,6 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
     soles = sole_points(obj, limb, pose.end_frame)
     heights = [(p - base).dot(up) for p in soles]
     lifted = max(0.0, min(heights))  # the sole's height in the animation, above its floor
-    from .batch import ANCHORED, SOLE_DOWN, object_moves
-    from .contacts import lock_at
-
     rest = rest_leg_length(obj, names)
     placed = None if object_moves(obj) else placed_locks(obj, limb, terrain, rest)
     lock = lock_at(limb, timing[0], timing[1], placed)
@@ -426,12 +387,6 @@ def _plan_foot(obj, limb, terrain: Terrain, up: Vector, base: Vector, timing: tu
                      correction, floor, touch, pinned)
 
 
-# A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching the
-# ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
-# ankle keeps its path and the leg does not jerk with every change of the foot's pitch.
-MAX_PITCH = math.radians(30.0)
-
-
 def _toe_pitch(heel: Vector, toe: Vector, heel_need: Optional[float], toe_need: Optional[float],
                up: Vector, weight: float = 1.0) -> Optional[Quaternion]:
     """The toe-up turn about the ankle (heel and toe relative to it) that brings the toe's need to rise
@@ -448,17 +403,6 @@ def _toe_pitch(heel: Vector, toe: Vector, heel_need: Optional[float], toe_need: 
         return None
     angle = weight * math.asin(min(math.sin(MAX_PITCH), (toe_need - heel_need) / reach))
     return Quaternion(d.cross(up).normalized(), angle)
-
-
-# Footing: a contact's footprint (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid)
-# that straddles a step edge (neighbouring samples more than FOOT_EDGE x leg apart in height) is moved
-# across the ground, on a grid of FOOT_STEP x leg and at most FOOT_SHIFT x leg, to the nearest place
-# where it does not: a foot lands on one tread, not half on two.
-FOOT_SAMPLES = 7
-FOOT_MARGIN = 0.04
-FOOT_EDGE = 0.03
-FOOT_STEP = 0.03
-FOOT_SHIFT = 0.2
 
 
 def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
@@ -532,55 +476,6 @@ def _place(mw: Matrix, cs: list[Any], terrain: Terrain, up: Vector, leg: float) 
         first = level.argmax(1)
         move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
     return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]
-
-
-# Samples along a swing's path checked for steps in the way of the foot.
-ARC_SAMPLES = 15
-# How far (x leg length) before and after a step edge the swinging foot is already raised to clear it.
-ARC_WIDTH = 0.35
-# The part of the swing (fraction of its time, at each end) over which that lift fades in and out, and
-# at least this long (seconds, and frames): at 120 fps a lift-off beside a step took the lift in 4 frames.
-ARC_RAMP = 0.1
-ARC_RAMP_TIME = 0.1
-ARC_RAMP_FRAMES = 4.0
-# A swing shorter than this (x leg length) has no line to speak of: its line fades out below it (the
-# foot shuffles in place and keeps to the ground under it).
-ARC_PATH = 0.2
-# A swinging foot follows the swing's line once its sole is this high (x leg length) in the animation.
-SWING_LIFT = 0.01
-
-
-# Terrain more than this (x leg length) above the ground under a lifted foot counts less and less in
-# its clearance and not at all from twice as high: a bridge or overhang above does not lift the foot.
-CLEAR_CAP = 0.5
-
-
-def clearance_extra(rise: Any, leg: Any) -> Any:
-    """How far the clearance field lifts a foot above the ground under it, from the field's `rise` over
-    that ground: the rise itself up to CLEAR_CAP x leg, then falling continuously to 0 at twice that."""
-    cap = CLEAR_CAP * np.asarray(leg, dtype=np.float64)
-    r = np.nan_to_num(np.asarray(rise, dtype=np.float64), nan=0.0, neginf=0.0, posinf=0.0)
-    return np.where(r <= cap, np.maximum(r, 0.0), np.maximum(0.0, 2.0 * cap - r))
-
-
-def arc_window(x: Any) -> Any:
-    """1 at 0, falling smoothly (C1) to 0 at |x| >= 1: cos^2(pi x / 2). Works on floats and numpy arrays."""
-    c = np.cos(0.5 * np.pi * np.minimum(np.abs(x), 1.0))
-    return c * c
-
-
-def smoothstep(x: Any) -> Any:
-    """0 below 0, 1 above 1, smooth (3x^2 - 2x^3) between. Works on floats and numpy arrays."""
-    x = np.clip(x, 0.0, 1.0)
-    return x * x * (3.0 - 2.0 * x)
-
-
-def arc_ramp(t: Any, gap: Any, fps: float) -> Any:
-    """0 at either end of the swing (`t` from 0 to 1 over `gap` frames), rising smoothly (smoothstep) to 1
-    over ARC_RAMP of its time, and over at least ARC_RAMP_TIME seconds and ARC_RAMP_FRAMES frames."""
-    gap = np.asarray(gap, dtype=np.float64)
-    least = max(ARC_RAMP_FRAMES, ARC_RAMP_TIME * fps)
-    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, least))
 
 
 @dataclass
@@ -664,13 +559,6 @@ def _body_ground(obj, pelvis: str, terrain: Terrain, up: Vector, base: Vector, l
         if hit is not None:
             heights.append(hit[0])
     return sum(heights) / len(heights) if heights else None
-
-
-# The pelvis starts to drop before a leg reaches its limit: the drop is the mean of those for limits up
-# to SOFT_REACH (x leg length) tighter, in SOFT_STEPS steps, so it sets in gradually (no kink).
-SOFT_REACH = 0.04
-SOFT_STEPS = 5
-SOFT_LOOSE = 0.25  # the part of that range on the loose side of the limit
 
 
 def soft_reach_drop(offset: float, plans: list[_FootPlan], up: Vector) -> float:

@@ -18,6 +18,8 @@ anim = harness.module("core.anim")
 bake = harness.module("core.bake")
 live = harness.module("core.live")
 batch = harness.module("core.batch")
+model = harness.module("core.model")
+tuning = harness.module("core.tuning")
 
 
 def _joints(obj):
@@ -246,14 +248,14 @@ def test_fast_bake_follows_an_animated_armature_object():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
-    """`batch.pelvis_speed_limit`: never above the offset, never faster than the step, and the highest such
+    """`model.pelvis_speed_limit`: never above the offset, never faster than the step, and the highest such
     curve (the closed form min_j offset[j] + steps between), where the pelvis moves; untouched elsewhere."""
     rng = np.random.default_rng(seed)
     n = 300
     offset = np.cumsum(rng.normal(0.0, 1.0, n)) + np.where(rng.random(n) < 0.05, rng.normal(0.0, 20.0, n), 0.0)
     moved = rng.random(n) < 0.9
     step = rng.uniform(0.2, 1.0, n)
-    y = batch.pelvis_speed_limit(offset, moved, step)
+    y = model.pelvis_speed_limit(offset, moved, step)
     assert np.array_equal(y[~moved], offset[~moved])
     assert np.all(y[moved] <= offset[moved] + 1e-9)
     cum = np.concatenate(([0.0], np.cumsum(step[1:])))  # steps between frames i and j: |cum[i] - cum[j]|
@@ -284,11 +286,11 @@ def _swing_case(seed, n=400, fps=120.0):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_swing_smoothing_keeps_contacts_and_touch_and_spreads_the_jumps(seed):
-    """`batch.swing_smoothing`: pinned frames (contacts) exactly as they were, never below the touch (the
+    """`model.swing_smoothing`: pinned frames (contacts) exactly as they were, never below the touch (the
     sole points on the terrain under them), and the clearance's jumps spread over several frames, those
     next to a contact as well as those well away from one."""
     correction, floor, touch, pinned, fps = _swing_case(seed)
-    y = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    y = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
     assert np.array_equal(y[pinned], correction[pinned])
     assert np.all(y >= touch - 1e-12)
     free = ~pinned[1:] | ~pinned[:-1]  # every step into, out of or between free frames
@@ -315,21 +317,21 @@ def test_swing_smoothing_spreads_a_jump_at_lift_off_and_at_landing(fps):
     floor = np.zeros(n)
     correction = np.where(pinned, 0.0, 0.06)
     touch = np.full(n, -0.03)
-    y = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    y = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
     assert np.array_equal(y[pinned], correction[pinned])
     assert np.abs(np.diff(correction)).max() == pytest.approx(0.06)
     assert np.abs(np.diff(y)).max() <= 0.35 * 0.06, np.abs(np.diff(y)).max()
     assert np.all(y >= touch)
     # A touch above what the Gaussian gives holds it up: never below the terrain under the soles.
     high = np.where(pinned, -np.inf, 0.05)
-    y2 = batch.swing_smoothing(correction, floor, high, pinned, fps, 1.0)
+    y2 = model.swing_smoothing(correction, floor, high, pinned, fps, 1.0)
     assert np.all(y2[~pinned] >= 0.05) and np.array_equal(y2[pinned], correction[pinned])
 
 
 def test_swing_smoothing_of_a_swing_with_no_contact_at_all():
     """No pinned frame anywhere (a clip without contacts): the jumps are smoothed all the same."""
     correction, floor, touch, _pinned, fps = _swing_case(2)
-    y = batch.swing_smoothing(correction, floor, touch, np.zeros(len(correction), dtype=bool), fps, 1.0)
+    y = model.swing_smoothing(correction, floor, touch, np.zeros(len(correction), dtype=bool), fps, 1.0)
     assert np.all(np.isfinite(y)) and np.all(y >= touch - 1e-12)
     assert np.abs(np.diff(y)).max() <= 0.5 * np.abs(np.diff(correction)).max()
 
@@ -342,27 +344,27 @@ def test_swing_smoothing_leaves_a_foot_that_follows_the_terrain_as_it_is():
     floor = np.cumsum(rng.normal(0.0, 0.01, n))  # a rough path: the Gaussian would change it
     pinned = np.zeros(n, dtype=bool)
     pinned[100:130] = True
-    assert np.array_equal(batch.swing_smoothing(floor, floor, floor - 0.02, pinned, 120.0, 1.0), floor)
+    assert np.array_equal(model.swing_smoothing(floor, floor, floor - 0.02, pinned, 120.0, 1.0), floor)
     # No frame rate (a scene without one): nothing to smooth over.
     correction, floor2, touch2, pinned2, _fps = _swing_case(1)
-    assert np.array_equal(batch.swing_smoothing(correction, floor2, touch2, pinned2, 0.0, 1.0), correction)
+    assert np.array_equal(model.swing_smoothing(correction, floor2, touch2, pinned2, 0.0, 1.0), correction)
 
 
 @pytest.mark.parametrize("fps", [24.0, 120.0])
 def test_swing_smoothing_of_a_range_needs_only_the_context_frames_around_it(fps):
-    """Rows `batch.context_frames` either side of a range are all it reads: the range comes out as it does
+    """Rows `model.context_frames` either side of a range are all it reads: the range comes out as it does
     in the whole (what lets a bake of part of the scene match live preview over all of it)."""
     correction, floor, touch, pinned, _fps = _swing_case(3, n=600, fps=fps)
-    whole = batch.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
-    pad = batch.context_frames(fps)
+    whole = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    pad = model.context_frames(fps)
     for a, b in ((37, 90), (200, 201), (300, 480)):
         sl = slice(a - pad, b + pad)
-        part = batch.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
+        part = model.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
         assert np.allclose(part[pad:-pad], whole[a:b], atol=1e-12, rtol=0.0), (a, b)
     # Fewer frames around it than that and the range's ends come out differently.
     a, b = 300, 480
     sl = slice(a - 1, b + 1)
-    short = batch.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
+    short = model.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0)
     assert not np.allclose(short[1:-1], whole[a:b], atol=1e-9, rtol=0.0)
 
 

@@ -15,6 +15,7 @@ from mathutils.bvhtree import BVHTree
 ground = harness.module("core.ground")
 heightfield = harness.module("core.heightfield")
 plant = harness.module("core.plant")
+tuning = harness.module("core.tuning")
 
 LEG = 0.9
 RISER, TREAD = 0.15 * LEG, 0.5 * LEG
@@ -83,9 +84,10 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     placed = plant._place(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
     assert (placed[1] - Vector(on_tread.lock)).length == 0.0  # level already: left where it was
     moved = placed[0] - Vector(straddling.lock)
-    assert 0.0 < moved.length <= plant.FOOT_SHIFT * LEG + 1e-9
+    assert 0.0 < moved.length <= tuning.FOOT_SHIFT * LEG + 1e-9
     assert moved.z == 0.0  # along the ground only
-    ends = [placed[0].y + straddling.heel[1] - plant.FOOT_MARGIN * LEG, placed[0].y + straddling.toe[1] + plant.FOOT_MARGIN * LEG]
+    ends = [placed[0].y + straddling.heel[1] - tuning.FOOT_MARGIN * LEG,
+            placed[0].y + straddling.toe[1] + tuning.FOOT_MARGIN * LEG]
     assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
 
 
@@ -144,7 +146,7 @@ def test_a_foot_turning_in_place_by_a_step_edge_is_moved_onto_one_tread():
     placed, before = plant._place(Matrix.Identity(4), [_contact(lock, back, front, half),
                                                        _contact(lock, *_old_footprint(heel, toe))], terrain, UP, LEG)
     assert before == Vector(lock)  # the footprint before fitted no tread within reach: the foot stayed
-    assert 0.0 < (placed - Vector(lock)).length <= plant.FOOT_SHIFT * LEG + 1e-9
+    assert 0.0 < (placed - Vector(lock)).length <= tuning.FOOT_SHIFT * LEG + 1e-9
     levels = {_tread_height(placed.y + y) for y in np.concatenate((heel[:, 1], toe[:, 1]))}
     assert len(levels) == 1, levels
 
@@ -164,7 +166,7 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
         hard.append(plant._reach_drop(0.0, [plan], up))
         soft.append(plant.soft_reach_drop(0.0, [plan], up))
         reach = (hip + up * soft[-1] - target).length
-        assert reach <= (plant.REACH_MARGIN + plant.SOFT_REACH * plant.SOFT_LOOSE) * leg + 1e-9
+        assert reach <= (tuning.REACH_MARGIN + tuning.SOFT_REACH * tuning.SOFT_LOOSE) * leg + 1e-9
     hard, soft = np.array(hard), np.array(soft)
     assert soft[0] == 0.0 and hard[0] == 0.0  # a bent leg moves nothing
     first_hard = int(np.flatnonzero(hard < 0.0)[0])
@@ -187,7 +189,7 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert plant._toe_pitch(heel, toe, 0.05, 0.05, up) is None
     assert plant._toe_pitch(heel, toe, 0.1, 0.0, up) is None
     steep = plant._toe_pitch(heel, toe, 0.0, 5.0, up)
-    assert abs(steep.angle - plant.MAX_PITCH) < 1e-6  # mathutils works in float32
+    assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
     rows = [(0.0, 0.05), (0.05, 0.05), (0.0, 5.0), (-np.inf, 0.05)]
     q, has = batch._toe_pitch(np.tile(np.array(heel), (4, 1)), np.tile(np.array(toe), (4, 1)),
                               np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.tile(np.array(up), (4, 1)))

@@ -15,6 +15,8 @@ setup = harness.module("core.setup")
 props = harness.module("properties")
 live = harness.module("core.live")
 batch = harness.module("core.batch")
+model = harness.module("core.model")
+tuning = harness.module("core.tuning")
 contacts = harness.module("core.contacts")
 
 
@@ -124,8 +126,8 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
         jump = max(abs(b - a) for a, b in zip(pelvis_z, pelvis_z[1:]))
         if cached:
             # Step by step and smooth: the live preview's frame cache holds the pelvis's speed limit, so no
-            # frame-to-frame move beyond batch.PELVIS_SPEED leg lengths per second (a riser's 0.22 at 24 fps).
-            assert jump <= batch.PELVIS_SPEED * leg / scene.render.fps * (1 + 1e-4), (jump / rise, pelvis_z)
+            # frame-to-frame move beyond tuning.PELVIS_SPEED leg lengths per second (a riser's 0.22 at 24 fps).
+            assert jump <= tuning.PELVIS_SPEED * leg / scene.render.fps * (1 + 1e-4), (jump / rise, pelvis_z)
         else:
             # The frame-by-frame fallback (no frame cache was built, so no speed limit): no jump of 0.4 riser.
             assert jump < 0.4 * rise, jump / rise
