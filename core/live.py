@@ -4,10 +4,12 @@ Idempotent: channels the animation does not key keep what we wrote on the previo
 does not reset them), so before solving we put back the animation's own values of every channel we
 wrote whose value is still ours. The pose at a frame is then the same however the frame was reached.
 
-Fast: when live preview turns on, the whole frame range is solved at once by the bake's vectorised
-path (`batch.py`) into a per-frame cache, and a frame change then only writes the cached channel
-values. Any edit (keys, pose, settings, terrain, targets) drops the cache; frames are then solved one
-by one (`plant_rig`) until it is rebuilt (after a short pause in the UI, or by `precompute`).
+Fast: when live preview turns on, the whole frame range is solved at once by the bake's computation
+(`batch.py`) into a per-frame cache, and a frame change then only writes the cached channel values. Any
+edit (keys, pose, settings, terrain, targets) drops the cache; each frame is then planted by the same
+computation over that one frame (`batch.plant_frame`), with what the pelvis's speed limit and the feet's
+smoothing did to it in the last cache, until the cache is rebuilt (after a short pause in the UI, or by
+`precompute`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import bpy
 import numpy as np
 
 from . import batch, checks, model
+from .batch import Carried, RigResult
 from .contacts import fps_of
 from .errors import UserError
 from .ground import terrain_objects
-from .plant import RigResult, plant_rig
+from .reader import has_limbs
 from .rig import settings
 from .state import (  # noqa: F401  (live_rigs, Key and forget are part of live preview's interface)
     PROPS,
@@ -103,18 +106,8 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     names = {b.bone for lb in s.limbs for b in lb.bones if b.bone} | {lb.end_bone for lb in s.limbs if lb.end_bone}
     names.add(s.pelvis_bone)
     before = {n: _channels(bones[n]) for n in names if n in bones}
-    shift = 0.0
-    delta = caches.pelvis.get(obj.name)  # the pelvis's speed limit as the last frame cache had it
-    if delta is not None:
-        i = depsgraph.scene.frame_current - delta[0]
-        if 0 <= i < len(delta[1]):
-            shift = float(delta[1][i])
-    feet = {}
-    smoothed = caches.feet.get(obj.name)  # the feet's smoothing between contacts, likewise
-    if smoothed is not None:
-        i = depsgraph.scene.frame_current - smoothed[0]
-        feet = {k: float(v[i]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
-    result = plant_rig(obj, s, terrain, depsgraph, pelvis_shift=shift, foot_shift=feet)
+    frame = depsgraph.scene.frame_current
+    result = batch.plant_frame(obj, terrain, depsgraph, frame, fps_of(depsgraph.scene), _carried(obj.name, frame))
     for name in set(result.written):
         after = _channels(bones[name])
         for prop, old, new in zip(PROPS, before[name], after):
@@ -122,6 +115,24 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
                 memory.fk[(name, prop)] = old
                 memory.ours[(name, prop)] = new
     return result
+
+
+def _carried(name: str, frame: int) -> Optional[Carried]:
+    """What the pelvis's speed limit and the feet's smoothing did to `frame` when the rig's frame cache was
+    last built (`state.caches.pelvis`, `state.caches.feet`): exact when nothing they depend on changed
+    since (undo, redo, an edit elsewhere); otherwise the cache is back a moment later. None: no cache yet."""
+    delta = caches.pelvis.get(name)
+    smoothed = caches.feet.get(name)
+    if delta is None and smoothed is None:
+        return None
+    pelvis = 0.0
+    if delta is not None and 0 <= frame - delta[0] < len(delta[1]):
+        pelvis = float(delta[1][frame - delta[0]])
+    feet = {}
+    if smoothed is not None:
+        i = frame - smoothed[0]
+        feet = {k: np.array([float(v[i])]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
+    return Carried(np.array([pelvis]), feet)
 
 
 def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
@@ -239,7 +250,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
     todo = []
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in objs:
-        if obj.name not in live_rigs or plays_baked(obj) or batch.unsupported(obj) is not None:
+        if obj.name not in live_rigs or plays_baked(obj) or not has_limbs(obj):
             continue
         if checks.transform_error(obj) or checks.settings_error(obj):
             continue  # frame by frame, where a broken rig is reported

@@ -181,71 +181,6 @@ def test_bad_bake_input_says_how_to_fix_it():
     assert not bpy.ops.contact_ik.bake.poll()  # plays its bake: switch back first
 
 
-@pytest.mark.parametrize("kind", ["stairs", "noise", "slope"])
-def test_fast_bake_equals_the_frame_by_frame_bake(kind):
-    """The vectorised bake (all frames at once) against `plant_rig` frame by frame, with four limbs, a
-    keyed weight, soft IK, a pole object, and bones in Euler and axis-angle."""
-    obj, terrain, leg = _four_limb_walker(kind)
-    s = props.settings(obj)
-    s.softness = 0.1
-    s.limbs[2].weight = 0.3
-    obj.keyframe_insert("contact_ik.limbs[2].weight", frame=10)
-    s.limbs[2].weight = 1.0
-    obj.keyframe_insert("contact_ik.limbs[2].weight", frame=30)
-    pole = _empty("Knee pole", (0.3 * leg, -2 * leg, 0.5 * leg))
-    s.limbs[1].pole_mode, s.limbs[1].pole_object = "OBJECT", pole
-    for fc in list(_fcurves(obj)):
-        if '"thigh.L"' in fc.data_path:
-            _fcurves(obj).remove(fc)
-    obj.pose.bones["thigh.L"].rotation_mode = "ZXY"
-    obj.pose.bones["forearm.R"].rotation_mode = "AXIS_ANGLE"
-    _plant(obj, terrain)
-    scene = bpy.context.scene
-    slow = bake.BakeJob([obj], 1, 48, scene, fast=False)
-    assert slow.rigs[0].batch is None
-    slow.step(slow.total)  # frame by frame: two sweeps (the pelvis offsets, then the solves)
-    fast = bake.BakeJob([obj], 1, 48, scene)
-    assert fast.rigs[0].batch is not None
-    fast.step(fast.total)  # the range and the frames around it, read
-    bake._fill_from_batch(fast.rigs[0])
-    a, b = slow.rigs[0], fast.rigs[0]
-    assert [c.data_path for c in a.channels] == [c.data_path for c in b.channels]
-    col = 0
-    for c in a.channels:
-        va, vb = a.values[:, col:col + c.size], b.values[:, col:col + c.size]
-        tol = 1e-5 * leg if c.prop == "location" else 1e-4  # BVH (float32) against numpy (float64) rays
-        assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
-        col += c.size
-    slow.cancel()
-    fast.cancel()
-
-
-def test_fast_bake_follows_an_animated_armature_object():
-    """The armature object itself moves (object-level keys): the fast path reads its matrix every frame."""
-    obj, terrain, leg = _walker("slope")
-    obj.location = (0.0, 0.0, 0.0)
-    obj.keyframe_insert("location", frame=1)
-    obj.location = (0.3 * leg, 0.0, 0.1 * leg)
-    obj.keyframe_insert("location", frame=48)
-    _plant(obj, terrain)
-    scene = bpy.context.scene
-    slow = bake.BakeJob([obj], 1, 48, scene, fast=False)
-    slow.step(slow.total)  # frame by frame: two sweeps (the pelvis offsets, then the solves)
-    fast = bake.BakeJob([obj], 1, 48, scene)
-    assert fast.rigs[0].batch is not None and not fast.rigs[0].batch.static_object
-    fast.step(fast.total)  # the range and the frames around it, read
-    bake._fill_from_batch(fast.rigs[0])
-    a, b = slow.rigs[0], fast.rigs[0]
-    col = 0
-    for c in a.channels:
-        va, vb = a.values[:, col:col + c.size], b.values[:, col:col + c.size]
-        tol = 1e-5 * leg if c.prop == "location" else 1e-4
-        assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
-        col += c.size
-    slow.cancel()
-    fast.cancel()
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
     """`model.pelvis_speed_limit`: never above the offset, never faster than the step, and the highest such
@@ -372,7 +307,7 @@ def test_swing_smoothing_of_a_range_needs_only_the_context_frames_around_it(fps)
 def test_a_bake_of_part_of_the_range_matches_the_whole_where_the_feet_are_smoothed(kind):
     """The feet's smoothing between contacts reaches a few frames around each frame; a bake reads them
     (`BakeJob.read`), so baking part of the range gives the frames the whole range (and live preview)
-    gives, on both paths (vectorised and frame by frame)."""
+    gives."""
     obj, terrain, leg = _walker(kind)
     _plant(obj, terrain)
     scene = bpy.context.scene
@@ -383,16 +318,14 @@ def test_a_bake_of_part_of_the_range_matches_the_whole_where_the_feet_are_smooth
     assert len(delta) == 48 and delta.max() > 3e-4 * leg  # the smoothing does something on this walk
     at = int(np.argmax(delta)) + 1
     a, b = max(1, at - 3), min(48, at + 3)
-    for fast in (True, False):
-        part = bake.BakeJob([obj], a, b, scene, fast=fast)
-        part.step(part.total)
-        if fast:
-            bake._fill_from_batch(part.rigs[0])
-        col = 0
-        for c in part.rigs[0].channels:
-            va, vb = part.rigs[0].values[:, col:col + c.size], whole.rigs[0].values[a - 1:b, col:col + c.size]
-            tol = 1e-5 * leg if c.prop == "location" else 1e-4
-            assert abs(va - vb).max() <= tol, (fast, c.bone, c.prop, abs(va - vb).max())
-            col += c.size
+    part = bake.BakeJob([obj], a, b, scene)
+    part.step(part.total)
+    bake._fill_from_batch(part.rigs[0])
+    col = 0
+    for c in part.rigs[0].channels:
+        va, vb = part.rigs[0].values[:, col:col + c.size], whole.rigs[0].values[a - 1:b, col:col + c.size]
+        tol = 1e-5 * leg if c.prop == "location" else 1e-4
+        assert abs(va - vb).max() <= tol, (c.bone, c.prop, abs(va - vb).max())
+        col += c.size
         part.cancel()
     whole.cancel()

@@ -109,10 +109,10 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
             heights = [_height_above(tree, p, leg) for p in _sole_points(obj, side, offset)]
             assert min(heights) >= -tol, (kind, f, side, heights)
             clearance = fk_clear[f, side] - floor
-            lock = contacts.lock_at(s.limbs[0 if side == "L" else 1], f, scene.render.fps)
-            if clearance <= 1e-4 * leg or lock.weight == 1.0:  # planted in the source, or in a contact
+            lock = contacts.locks_over(s.limbs[0 if side == "L" else 1], f, 1, scene.render.fps)
+            if clearance <= 1e-4 * leg or lock.weight[0] == 1.0:  # planted in the source, or in a contact
                 assert abs(min(heights)) <= tol, (kind, f, side, heights)
-            elif lock.down > 0.0:  # easing into or out of a contact: between the ground and the swing
+            elif lock.down[0] > 0.0:  # easing into or out of a contact: between the ground and the swing
                 assert -tol <= min(heights) <= clearance + tol, (kind, f, side, heights, clearance)
             elif clearance > 0.02 * leg and kind in ("flat", "slope"):
                 # On even ground the swing keeps its clearance (within 5 %).
