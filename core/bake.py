@@ -188,20 +188,8 @@ class BakeJob:
 
 def _fill_from_batch(rig: RigBake) -> None:
     """The computed channel values, or the FK values where nothing was written."""
-    b = rig.batch
-    n = b.frames - 2 * b.context
-    rig.values = np.empty((n, rig.values.shape[1]))
-    out = b.compute()
-    col = 0
-    keep = slice(b.context, b.context + n)  # the rows read around the range are left out
-    fk = {"rotation_quaternion": b.quat[keep], "rotation_euler": b.euler[keep], "rotation_axis_angle": b.aa[keep],
-          "location": b.loc[keep]}
-    for c in rig.channels:
-        vals = out.get((c.bone, c.prop))
-        if vals is None:
-            vals = (fk[c.prop][:, b.slot[b.bone_index[c.bone]]], None)
-        rig.values[:, col:col + c.size] = vals[0]
-        col += c.size
+    values = rig.batch.channel_values(rig.batch.compute(), rig.channels)
+    rig.values = np.concatenate([values[(c.bone, c.prop)][0] for c in rig.channels], axis=1).astype(np.float64)
 
 
 def make_continuous(rig: RigBake) -> None:

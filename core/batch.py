@@ -41,9 +41,14 @@ from .tuning import PELVIS_SPEED
 if TYPE_CHECKING:
     import bpy
 
+    from .checks import Channel
     from .ground import Terrain
 
 Channels = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (bone, property) -> (values (N, size), written (N,))
+# Ranges of at most this many frames (live preview's one-frame fallback) solve every limb frame by frame
+# (`solvers.solve_limb`, the same closed form for two bones in `mathutils`): numpy's cost per call outweighs
+# its speed per row on so few rows.
+SCALAR_ROWS = 8
 
 
 @dataclass
@@ -78,6 +83,7 @@ class BatchRig(RigReader):
     def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
                  fps: float = 24.0, context: int = 0):
         super().__init__(obj, terrain, frames, first, fps, context)
+        self.scalar = frames <= SCALAR_ROWS
         # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
         self.pelvis_delta: Optional[np.ndarray] = None
         # Per foot (by its index in the settings' limbs): what the smoothing changed in its target's height.
@@ -117,6 +123,19 @@ class BatchRig(RigReader):
             self.pelvis_delta = self.pelvis_delta[keep]
         self.foot_delta = {k: v[keep] for k, v in self.foot_delta.items()}
         return {key: (values[keep], written[keep]) for key, (values, written) in out.items()}
+
+    def channel_values(self, out: Channels, channels: list[Channel]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        """Per channel, over the frames wanted (the rows read around them left out): (the values to write,
+        the animation's own), the animation's where `compute` wrote nothing."""
+        keep = slice(self.context, self.frames - self.context)
+        fk = {"rotation_quaternion": self.quat, "rotation_euler": self.euler, "rotation_axis_angle": self.aa,
+              "location": self.loc}
+        values = {}
+        for c in channels:
+            key = (c.bone, c.prop)
+            base = fk[c.prop][keep, self.slot[self.bone_index[c.bone]]]
+            values[key] = (out[key][0] if key in out else base, base)
+        return values
 
     def _smooth_swings(self, staged: list[_Staged], carried: Optional[Carried]) -> None:
         """Every foot's height between its contacts smoothed over all frames (`model.swing_smoothing`, or
@@ -262,7 +281,7 @@ class BatchRig(RigReader):
                pole_shift: bool = True) -> None:
         """`solvers.solve_limb` over the frames where the limb is `active`: in closed form over all of them
         for two bones without limits, frame by frame for any other chain."""
-        if not lb.closed_form:
+        if self.scalar or not lb.closed_form:
             self._solve_each(lb, frame, rots, shift, target, target_rot, active, out, soft, pole_shift)
             return
         s = self.slot

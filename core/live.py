@@ -290,16 +290,11 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         writing = was_writing
 
 
-def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> FrameCache:
-    values, fk = {}, {}
-    keep = slice(rig.context, rig.frames - rig.context)  # the rows read around the range are left out
-    fk_arrays = {"rotation_quaternion": rig.quat[keep], "rotation_euler": rig.euler[keep],
-                 "rotation_axis_angle": rig.aa[keep], "location": rig.loc[keep]}
-    for c in checks.driven_channels(obj):
-        key = (c.bone, c.prop)
-        base = fk_arrays[c.prop][:, rig.slot[rig.bone_index[c.bone]]]
-        values[key] = np.ascontiguousarray(out[key][0] if key in out else base, dtype=np.float32)
-        fk[key] = np.ascontiguousarray(base, dtype=np.float32)
+def _store(obj: bpy.types.Object, rig: batch.BatchRig, out: batch.Channels, start: int, end: int) -> FrameCache:
+    """The rig's frame cache from what `compute` wrote (`out`), and the changes carried for its fallback."""
+    both = rig.channel_values(out, checks.driven_channels(obj))
+    values = {key: np.ascontiguousarray(v, dtype=np.float32) for key, (v, _fk) in both.items()}
+    fk = {key: np.ascontiguousarray(base, dtype=np.float32) for key, (_v, base) in both.items()}
     index = {pb.name: k for k, pb in enumerate(obj.pose.bones)}
     blocks = {}
     for prop in PROPS:

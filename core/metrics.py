@@ -231,21 +231,6 @@ def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene
     return own
 
 
-def compare(ours: list[LimbMetrics], source: list[LimbMetrics]) -> list[dict[str, Any]]:
-    """Rows pairing each limb's metrics with the source's, and the pops ratios."""
-    by = {m.limb: m for m in source}
-    rows = []
-    for m in ours:
-        src = by.get(m.limb)
-        row: dict[str, Any] = {"ours": m.as_dict(), "source": src.as_dict() if src else None}
-        if src is not None:
-            for k in ("knee_velocity_max", "hip_velocity_max", "knee_acceleration_max", "hip_acceleration_max"):
-                base = getattr(src, k)
-                row[k + "_ratio"] = getattr(m, k) / base if base > 0 else float("nan")
-        rows.append(row)
-    return rows
-
-
 def length_text(scene: bpy.types.Scene, value: float) -> str:
     """A world length in the scene's unit system (metric, imperial, or plain units)."""
     import bpy.utils.units

@@ -380,18 +380,18 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
     top = np.maximum(ga, gb) + lg
     rc = np.abs(gb - ga) + 2.0 * lg
-    need = np.zeros(len(idx))
-    for k in range(1, ARC_SAMPLES + 1):
-        # Samples fixed along the path, each weighted by its distance to the foot (heel to toe): the lift
-        # changes as smoothly as the foot moves, never by a sample crossing a step edge.
-        tau = k / (ARC_SAMPLES + 1)
-        near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)
-        q = a + path * tau
-        line = ga + (gb - ga) * tau  # the line at the sample's own place
-        start = q + u * (base_h + top - rc - _dot(q, u))[:, None]  # rays from `top` down
-        hit = rays.cast(start, rc, u)
-        hh = hit.height - base_h
-        need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
+    # Samples fixed along the path, each weighted by its distance to the foot (heel to toe): the lift changes
+    # as smoothly as the foot moves, never by a sample crossing a step edge. All samples in one cast.
+    tau = np.arange(1, ARC_SAMPLES + 1)[:, None] / (ARC_SAMPLES + 1)  # (K, 1)
+    near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)  # (K, M)
+    q = a + path * tau[..., None]  # (K, M, 3)
+    line = ga + (gb - ga) * tau  # the line at the sample's own place
+    start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
+    count = ARC_SAMPLES * len(idx)
+    hit = rays.cast(start.reshape(count, 3), np.tile(rc, ARC_SAMPLES), np.tile(u, (ARC_SAMPLES, 1)))
+    hh = hit.height.reshape(ARC_SAMPLES, -1) - base_h
+    lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (near > 0.0), (hh - line) * near, 0.0)
+    need = np.maximum(0.0, lifts.max(0)) if len(idx) else np.zeros(0)
     ramp = arc_ramp(t, gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
     return SwingLine(idx, a, direction, plen, ga, gb, need, ramp)
 
@@ -464,13 +464,11 @@ def disk_offsets(up: np.ndarray, radius: np.ndarray) -> np.ndarray:
         for i in range(len(up)):
             side[i] = Vector(up[i]).orthogonal().normalized()
     fwd = np.cross(up, side)
-    out = [np.zeros_like(up)]
-    for ring in (1, 2, 3):
-        r = radius * ring / 3.0
-        for k in range(12):
-            angle = 2.0 * math.pi * (k + 0.5 * ring) / 12.0
-            out.append((side * math.cos(angle) + fwd * math.sin(angle)) * r[:, None])
-    return np.stack(out, 1)
+    ring = np.repeat([1.0, 2.0, 3.0], 12)
+    angle = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * ring) / 12.0
+    r = radius[:, None] * ring / 3.0  # (N, 36)
+    around = (side[:, None] * np.cos(angle)[:, None] + fwd[:, None] * np.sin(angle)[:, None]) * r[..., None]
+    return np.concatenate((np.zeros_like(up)[:, None], around), 1)
 
 
 def body_ground(rays: Rays, centre: np.ndarray, at: Placement, leg: np.ndarray) -> np.ndarray:
@@ -556,18 +554,25 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         heights = heights * (1.0 - lk.down)[:, None] + (lk.rise * at.scale)[:, None]
     clearance = np.maximum(0.0, heights.min(1))
     lift = up * window[:, None]
-    under = rays.cast(ankle + lift, reach, up)
+    anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())
+    # The ray under the ankle, and those from the contacts around (from their own heights, whatever the
+    # foot's): one cast.
+    points = [ankle]
+    if lk is not None and anchored_ground:
+        points += [xform(at.matrix, lk.from_point), xform(at.matrix, lk.to_point)]
+    hits = rays.cast(np.concatenate(points) + np.tile(lift, (len(points), 1)),
+                     np.tile(np.broadcast_to(reach, (n,)), len(points)), np.tile(up, (len(points), 1)))
+    under = DownHits(hits.hit[:n], hits.height[:n], hits.normal[:n])
     planned = under.hit  # where the ray missed the terrain the foot keeps its animated pose
     ground = at.level(under.height)
-    if lk is not None and (lk.from_weight.any() or lk.to_weight.any()):
+    if lk is not None and anchored_ground:
         # The ground height from the contacts around (the ground left and the ground landed on).
         blended, used = np.zeros(n), np.zeros(n)
         ends = []
-        for point, w in ((lk.from_point, lk.from_weight), (lk.to_point, lk.to_weight)):
-            p = xform(at.matrix, point)  # the ray from the contact's own height, whatever the foot's
-            hit = rays.cast(p + lift, reach, up)
-            ok = hit.hit & (w > 0.0)
-            hh = at.level(hit.height)
+        for k, w in ((1, lk.from_weight), (2, lk.to_weight)):
+            p = points[k]
+            ok = hits.hit[k * n:(k + 1) * n] & (w > 0.0)
+            hh = at.level(hits.height[k * n:(k + 1) * n])
             blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
             used += np.where(ok, w, 0.0)
             ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan)))
@@ -596,22 +601,25 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         """How far each sole point must rise (N, sole points; -inf where a ray missed): to stand its
         animated height above the ground under it, clearance included; without the clearance (what the
         terrain right under it needs); and to touch the terrain right under it."""
-        deficits, bare, touching = [], [], []
-        for p, h in zip(soles, heights.T):
-            m = target + qrot(turn, p - ankle)
-            below = rays.cast(m, reach, up)  # m is already at the ground's height
-            bh = at.level(below.height)
-            extra = 0.0
-            if lk is not None and lk.swing.any():
-                # A lifted foot keeps clear of the terrain around it, not only of the point under it.
-                rise = at.level(rays.clearance(m, up, rest)) - bh
-                gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
-                extra = lk.swing * gate * clearance_extra(rise, rest)
-            need = bh + np.maximum(0.0, h) - at.height(m)
-            deficits.append(np.where(below.hit, need + extra, -np.inf))
-            bare.append(np.where(below.hit, need, -np.inf))
-            touching.append(np.where(below.hit, bh - at.height(m), -np.inf))
-        return np.stack(deficits, 1), np.stack(bare, 1), np.stack(touching, 1)
+        count = len(soles)
+        ms = np.concatenate([target + qrot(turn, p - ankle) for p in soles])  # (S N, 3): at the ground's height
+        ups = np.tile(up, (count, 1))
+        below = rays.cast(ms, np.tile(np.broadcast_to(reach, (n,)), count), ups)
+        bh = (below.height - _dot(np.tile(base, (count, 1)), ups)).reshape(count, n)
+        mh = (_dot(ms - np.tile(base, (count, 1)), ups)).reshape(count, n)
+        got = below.hit.reshape(count, n)
+        need = bh + np.maximum(0.0, heights.T) - mh
+        extra: Any = 0.0
+        if lk is not None and lk.swing.any():
+            # A lifted foot keeps clear of the terrain around it, not only of the point under it.
+            field = rays.clearance(ms, ups, np.tile(rest, count)).reshape(count, n)
+            rise = field - _dot(base, up) - bh
+            gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
+            extra = lk.swing * gate * clearance_extra(rise, np.tile(rest, (count, 1)))
+        deficits = np.where(got, need + extra, -np.inf)
+        bare = np.where(got, need, -np.inf)
+        touching = np.where(got, bh - mh, -np.inf)
+        return deficits.T, bare.T, touching.T
 
     turn = tilt
     found, bare, touching = needs(turn)

@@ -184,6 +184,7 @@ class RigReader:
         self._static_done = False
         # The armature object itself not animated, parented or constrained: its matrix is read once.
         self.static_object = not moves
+        self._limbs = s.limbs
         self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in anim_paths(obj))
 
     def read(self, row: int, src: Optional[bpy.types.Object] = None,
@@ -218,7 +219,7 @@ class RigReader:
                 dest[:] = buf.reshape(self.count, size)[used]
             self._static_done = True
         # Keyframed weights are evaluated in the evaluated copy of the settings.
-        limbs = getattr(getattr(src, "contact_ik", None), "limbs", None) or settings(self.obj).limbs
+        limbs = self._limbs if src is self.obj else settings(src).limbs
         for lb in self.limbs:
             assert lb.weights is not None
             if self._animated_weights or row == 0:

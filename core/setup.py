@@ -148,12 +148,6 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 6
     return float(lowest) if lowest is not None else s.floor_height
 
 
-def describe_settings(obj: bpy.types.Object) -> str:
-    s = settings(obj)
-    return ", ".join(f"{lb.name} ({' > '.join(b.bone for b in lb.bones)})" for lb in s.limbs)
-
-
-
 def no_limbs_message(obj: bpy.types.Object) -> str:
     return (f"No legs or arms found in {obj.name!r} by bone names or hierarchy (no limbs detected): add limbs by "
             "hand in the Contact IK panel (for the command line: save the .blend with them, then bake that)")
