@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import bpy
+import numpy as np
 from mathutils import Vector
 
-from .ground import terrain_height
-from .rig import floor_point, settings, up_axis
+from .model import Rays
+from .rig import settings, up_axis
 
 # Longest frame range Plant Feet samples at once (contacts are detected on every frame): 70 minutes at 24 fps.
 MAX_PLANT_FRAMES = 100_000
@@ -251,17 +252,18 @@ def terrain_scene_error(objs: list[bpy.types.Object], scene: bpy.types.Scene) ->
 
 
 def feet_over_terrain(obj: bpy.types.Object, s: Any, terrain: Any) -> bool:
-    """True when some foot has terrain straight below or above it at the current frame (or there are no feet)."""
+    """True when some foot has terrain straight below or above it at the current frame (or there are no feet),
+    by the ground model's own rays (`model.Rays`)."""
     feet = [lb for lb in s.limbs if lb.enabled and lb.kind == "FOOT" and limb_error(obj, lb) is None]
     if not feet:
         return True
-    up = up_axis(obj)
-    base = floor_point(obj, s.floor_height)
+    up = np.array(up_axis(obj))
     low, high = terrain.extent(up)
+    rays = Rays(terrain)
     for limb in feet:
-        ankle = obj.matrix_world @ obj.pose.bones[limb.end_bone].head
-        h = ankle.dot(up)
+        ankle = np.array(obj.matrix_world @ obj.pose.bones[limb.end_bone].head)
+        h = float(ankle @ up)
         reach = max(abs(high - h), abs(h - low)) + max(limb.length, 1e-6)
-        if terrain_height(terrain, ankle, up, base, reach) is not None:
+        if rays.cast(ankle[None], reach, up[None]).hit[0]:
             return True
     return False

@@ -1,4 +1,5 @@
-"""The terrain as the feet see it: the evaluated meshes (modifiers applied) in one cached BVH tree.
+"""The terrain: the evaluated meshes (modifiers applied), cached, with the ground model's down-ray engine
+(`down_rays`, `heightfield.DownRays`) and a BVH tree, the independent ruler `metrics` measures with.
 
 The tree is built in world space from every mesh of the terrain (an object or a collection) and is
 rebuilt only when one of them changes: its geometry, its modifiers' result or its transform.
@@ -168,10 +169,3 @@ class TerrainCache:
     def reset(self) -> None:
         self._trees.clear()
 
-
-def terrain_height(terrain: Terrain, point: Vector, up: Vector, base: Vector, reach: float) -> Optional[tuple[float, Vector]]:
-    """Height (along `up`, above `base`) and normal of the terrain under/over `point`, or None."""
-    hit = terrain.ray(point + up * reach, -up, 2.0 * reach)
-    if hit is None:
-        return None
-    return (hit.location - base).dot(up), hit.normal

@@ -27,12 +27,19 @@ def qnormalize(q: np.ndarray) -> np.ndarray:
     return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), np.array([1.0, 0.0, 0.0, 0.0]))
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.cross` of (..., 3) arrays, the same arithmetic without its per-call cost (a frame at a time)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+
+
 def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def qmat(q: np.ndarray) -> np.ndarray:
@@ -78,7 +85,7 @@ def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     a = u / np.where(un > 0.0, un, 1.0)
     b = v / np.where(vn > 0.0, vn, 1.0)
     w = 1.0 + np.einsum("...i,...i->...", a, b)
-    xyz = np.cross(a, b)
+    xyz = cross(a, b)
     opposite = w < 1e-12
     if np.any(opposite):  # half a turn about any axis across `a`
         ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
@@ -133,7 +140,7 @@ def affine_inv(m: np.ndarray) -> np.ndarray:
     """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
     a = m[..., :3, :3]
     c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    r0, r1, r2 = np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)
+    r0, r1, r2 = cross(c1, c2), cross(c2, c0), cross(c0, c1)
     det = np.einsum("...i,...i->...", c0, r0)
     det = np.where(det != 0.0, det, 1.0)[..., None]
     inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)

@@ -901,3 +901,17 @@ def test_cli_refuses_a_broken_rig_with_exit_code_2(breakage, message, tmp_path, 
     assert code == 2, err
     assert f"contact_ik: error: walk.blend: {message}" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.blend"]
+
+
+def test_plant_feet_warns_when_no_ground_is_under_the_feet(capfd):
+    """The check after Plant Feet casts the ground model's own rays: a terrain moved far to the side has
+    nothing under the feet (a warning, the feet keep their pose); under them again, no warning."""
+    obj, terrain, leg = _walker("flat")
+    terrain.location.x += 100.0 * leg
+    _select(obj, terrain)
+    result, msg = _op("plant_feet", capfd)
+    assert result == {"FINISHED"}, msg
+    assert "No ground under the feet of 'metarig'" in msg, msg
+    terrain.location.x -= 100.0 * leg
+    result, msg = _op("plant_feet", capfd)
+    assert result == {"FINISHED"} and "No ground under the feet" not in msg, msg
