@@ -10,7 +10,8 @@ import harness
 import numpy as np
 import pytest
 from mathutils import Vector
-from test_plant_feet import _fcurves, _plant, _walker
+from mathutils.bvhtree import BVHTree
+from test_plant_feet import _fcurves, _height_above, _plant, _sole_points, _walker
 from test_plant_more import _empty, _walker_with_arms, _world_head
 
 props = harness.module("properties")
@@ -179,6 +180,35 @@ def test_bad_bake_input_says_how_to_fix_it():
     props.settings(obj).terrain = terrain
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     assert not bpy.ops.contact_ik.bake.poll()  # plays its bake: switch back first
+
+
+def test_bake_follows_an_animated_armature_object():
+    """The armature object itself moves (object-level keys): the bake reads its matrix on every frame, so
+    the baked soles rest on the terrain in every contact and never go through it."""
+    obj, terrain, leg = _walker("slope")
+    obj.location = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("location", frame=1)
+    obj.location = (0.3 * leg, 0.0, 0.1 * leg)
+    obj.keyframe_insert("location", frame=48)
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    job = bake.BakeJob([obj], 1, 48, scene)
+    assert not job.rigs[0].batch.static_object
+    job.finish()
+    s = props.settings(obj)
+    contacts = harness.module("core.contacts")
+    tree = BVHTree.FromObject(terrain, bpy.context.evaluated_depsgraph_get())
+    tol = 1e-3 * leg
+    planted = 0
+    for f in range(1, 49):
+        scene.frame_set(f)
+        for i, side in enumerate("LR"):
+            heights = [_height_above(tree, p, leg) for p in _sole_points(obj, side, s.limbs[i].foot_offset)]
+            assert min(heights) >= -tol, (f, side, heights)
+            if contacts.locks_over(s.limbs[i], f, 1, scene.render.fps).weight[0] == 1.0:
+                assert abs(min(heights)) <= tol, (f, side, heights)
+                planted += 1
+    assert planted >= 20  # most frames have a foot in a contact
 
 
 @pytest.mark.parametrize("seed", range(6))
