@@ -235,17 +235,9 @@ def pick_armature(name: Optional[str]) -> bpy.types.Object:
 
 
 def ensure_limbs(obj: bpy.types.Object) -> str:
-    from .core import detect, setup
+    from .core import setup
 
-    s = _addon().settings(obj)
-    if s.limbs:
-        return "from the file's settings"
-    found = detect.detect_limbs(detect.bones_from_armature(obj))
-    if not found:
-        raise InputError(f"no limbs detected in {obj.name!r} from its bone names or hierarchy: set them in the "
-                         "Contact IK panel and save the .blend, then bake that")
-    setup.apply_detection(obj, found)
-    return detect.describe(found)
+    return setup.ensure_limbs(obj)
 
 
 def set_terrain(obj: bpy.types.Object, spec: Optional[str]) -> str:
@@ -361,9 +353,8 @@ def outputs_for(path: str, args: argparse.Namespace) -> tuple[pathlib.Path, list
 def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     """Load, plant, bake, measure, save and export one clip (with `write` False: only measure); the
     report as a dict."""
-    from .core import bake, measure, metrics
-    from .core.ground import TerrainError, terrain_objects
-    from .core.handlers import caches
+    from .core import bake, measure, metrics, setup
+    from .core.ground import terrain_objects
 
     t0 = time.perf_counter()
     out, exports = outputs_for(path, args) if write else (None, [])
@@ -372,25 +363,16 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     obj = pick_armature(args.armature)
     limbs_found = ensure_limbs(obj)
     terrain_desc = set_terrain(obj, args.terrain)
-    s = _addon().settings(obj)
     scene = bpy.context.scene
     if bake.is_baked(obj.animation_data.action if obj.animation_data else None):
         src = bake.use_source(obj)
         print(f"contact_ik: {obj.name!r} played a bake; baking its source {src.name!r} again")  # type: ignore[union-attr]
-    if s.auto_floor:
-        from .core import setup
-
-        s.floor_height = setup.detect_floor(obj, scene)
-    if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
-        from .core import contacts
-
-        contacts.detect_contacts(obj, scene)
     start = args.frame_start if args.frame_start is not None else scene.frame_start
     end = args.frame_end if args.frame_end is not None else scene.frame_end
     try:
-        terrain = caches.terrain.get(terrain_objects(s), bpy.context.evaluated_depsgraph_get())
-    except TerrainError as exc:
-        raise InputError(str(exc)) from exc
+        terrain = setup.prepare(obj, scene).terrain  # as Plant Feet: limbs, terrain, floor, contacts
+    except InputError as exc:
+        raise InputError(f"{pathlib.Path(path).name}: {exc}") from exc
     bpy.context.view_layer.objects.active = obj
     try:
         job = bake.BakeJob([obj], start, end, scene)

@@ -14,6 +14,8 @@ from bpy.props import (
     StringProperty,
 )
 
+from .core.rig import settings  # noqa: F401  (the settings of an object: `settings(obj)`)
+
 
 def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Context) -> None:
     from .core import live
@@ -267,7 +269,3 @@ def unregister() -> None:
     del bpy.types.Object.contact_ik  # type: ignore[attr-defined]
     _unregister_classes()
 
-
-def settings(obj: bpy.types.Object) -> ContactIKSettings:
-    """The Contact IK settings of an object."""
-    return obj.contact_ik  # type: ignore[attr-defined,no-any-return]

@@ -103,12 +103,13 @@ def patched(owner: Any, name: str, totals: dict[str, float], key: str) -> Iterat
 def breakdown(bench: Bench, which: str) -> dict[str, float]:
     """ms per frame of one instrumented sweep: where the time of a Contact IK frame goes."""
     live = bench.live
-    ground = common.module("core.ground")
-    totals = {"refresh": 0.0, "write_cached": 0.0, "solve": 0.0, "plant_rig": 0.0, "raycasts": 0.0}
+    batch = common.module("core.batch")
+    heightfield = common.module("core.heightfield")
+    totals = {"refresh": 0.0, "write_cached": 0.0, "solve": 0.0, "plant_frame": 0.0, "raycasts": 0.0}
     bench.configure(which)
     with patched(live, "refresh", totals, "refresh"), patched(live, "write_cached", totals, "write_cached"), \
-            patched(live, "solve_and_remember", totals, "solve"), patched(live, "plant_rig", totals, "plant_rig"), \
-            patched(ground.Terrain, "ray", totals, "raycasts"):
+            patched(live, "solve_and_remember", totals, "solve"), patched(batch, "plant_frame", totals, "plant_frame"), \
+            patched(heightfield.DownRays, "cast", totals, "raycasts"):
         frame_set = sum(common.sweep(1, bench.n))
     ms = {k: 1000.0 * v / bench.n for k, v in totals.items()}
     ms["frame_set"] = 1000.0 * frame_set / bench.n
@@ -257,7 +258,7 @@ def main() -> None:
     for c in ("contact_ik", "frame_by_frame"):
         p = parts[c]
         inner = (f"write cached values {p['write_cached']:.3f}" if c == "contact_ik" else
-                 f"solve {p['solve']:.3f} (plant_rig {p['plant_rig']:.3f}, of which raycasts {p['raycasts']:.3f})")
+                 f"solve {p['solve']:.3f} (plant_frame {p['plant_frame']:.3f}, of which raycasts {p['raycasts']:.3f})")
         print(f"  breakdown, {LABELS[c]} (instrumented sweep, ms/frame): frame_set {p['frame_set']:.3f} = Blender "
               f"{p['blender']:.3f} + our frame handler {p['refresh']:.3f} [{inner}, depsgraph update and rest "
               f"{p['refresh_rest']:.3f}]; live.refresh alone at one frame {p['refresh_alone']:.3f}")

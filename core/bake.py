@@ -1,9 +1,9 @@
-"""Bake: the live preview's result, frame by frame, into a new action the armature then plays.
+"""Bake: the live preview's result into a new action the armature then plays.
 
-One sweep over the frame range serves every rig being baked: each frame is set once, each rig is
-planted from its pose evaluated at that frame (exactly as live preview does), the channels Contact IK
-drives are read into arrays, and the animation's own values are put back at once so un-keyed
-channels never accumulate. At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose
+One sweep over the frame range serves every rig being baked: each frame is set once and each rig's pose
+is read into arrays (`reader.RigReader`, with live preview paused, so nothing is written during the
+sweep); then every rig is planted over all frames at once by the same computation live preview runs
+(`batch.BatchRig.compute`). At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose
 driven channels are replaced by the baked keys, written in bulk (`keyframe_points.add` +
 `foreach_set`) in each bone's rotation mode, continuous (no quaternion sign flips, no Euler wraps).
 The source action is never written to; it keeps a fake user so it is never lost.
@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import bpy
 import numpy as np
 
-from ..properties import settings
-from . import anim, batch, checks, live
+from . import anim, batch, checks, live, model, state
+from .checks import Channel, driven_channels, limb_is_usable  # noqa: F401  (Channel: the bake's channels)
 from .contacts import fps_of
-from .ground import TerrainError, terrain_objects
-from .handlers import caches
-from .plant import RigResult, limb_is_usable, plant_rig, world_scale
+from .errors import UserError
+from .ground import terrain_objects
+from .rig import settings
+from .state import caches
 
 log = logging.getLogger(__name__)
 
@@ -32,26 +34,10 @@ BAKED_KEY = "contact_ik_baked"
 SOURCE_KEY = "contact_ik_source"
 SUFFIX = " [Contact IK]"
 UNKEYED_KEY = "contact_ik_unkeyed"
-# Longest bake run on the vectorised fast path, whose arrays hold every frame at once (about 3 kB a frame);
-# longer ones are baked frame by frame, so starting a very long bake allocates nothing for its frames.
-FAST_MAX_FRAMES = 20_000
-# Rows of baked values allocated at a time as the bake advances.
-ROWS_CHUNK = 4096
 
 
-class BakeError(ValueError):
-    """The bake cannot run; the message says how to fix it."""
-
-
-@dataclass
-class Channel:
-    bone: str
-    prop: str  # rotation_quaternion, rotation_euler, rotation_axis_angle or location
-    size: int
-
-    @property
-    def data_path(self) -> str:
-        return f'pose.bones["{bpy.utils.escape_identifier(self.bone)}"].{self.prop}'
+# The bake cannot run; the message says how to fix it.
+BakeError = UserError
 
 
 @dataclass
@@ -62,18 +48,9 @@ class RigBake:
     values: np.ndarray  # frames x sum(channel sizes)
     source: Optional[bpy.types.Action]
     slot_identifier: Optional[str]
-    results: list[RigResult] = field(default_factory=list)
     action: Optional[bpy.types.Action] = None
-    batch: Any = None  # a `batch.BatchRig` when the fast path covers this rig
+    batch: Any = None  # its `batch.BatchRig`: the frames read, and the computation over them
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
-    # Frame by frame: (pelvis offset, whether it moves, the speed limit's step) per frame, from the first sweep.
-    pelvis: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
-    # Frame by frame, per foot (by limb index): (correction, floor, touch, pinned, leg length) per frame from the
-    # first sweep (`RigResult.feet`), then what the smoothing between contacts (`batch.swing_smoothing`) adds
-    # to each frame's correction.
-    feet: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
-    foot_shift: dict[int, np.ndarray] = field(default_factory=dict)
-    rest_leg: float = 0.0  # the longest enabled leg, in armature units (0: no foot)
 
 
 @dataclass
@@ -93,28 +70,6 @@ def is_baked(action: Optional[bpy.types.Action]) -> bool:
 def source_of(action: Optional[bpy.types.Action]) -> Optional[bpy.types.Action]:
     src = action.get(SOURCE_KEY) if action is not None else None
     return src if isinstance(src, bpy.types.Action) else None
-
-
-def driven_channels(obj: bpy.types.Object) -> list[Channel]:
-    """The channels Contact IK writes on `obj`: chain and end bone rotations, and the pelvis location."""
-    s = settings(obj)
-    bones = obj.pose.bones
-    names: list[str] = []
-    for limb in s.limbs:
-        if limb.enabled and limb_is_usable(obj, limb):
-            names += [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
-    out = []
-    for name in dict.fromkeys(names):
-        mode = bones[name].rotation_mode
-        if mode == "QUATERNION":
-            out.append(Channel(name, "rotation_quaternion", 4))
-        elif mode == "AXIS_ANGLE":
-            out.append(Channel(name, "rotation_axis_angle", 4))
-        else:
-            out.append(Channel(name, "rotation_euler", 3))
-    if s.body_follow and s.pelvis_bone in bones and any(lb.kind == "FOOT" for lb in s.limbs if lb.enabled):
-        out.append(Channel(s.pelvis_bone, "location", 3))
-    return out
 
 
 def validate(obj: bpy.types.Object) -> None:
@@ -143,8 +98,7 @@ def validate(obj: bpy.types.Object) -> None:
 class BakeJob:
     """A bake of `objs` over [start, end], run in steps (for progress and Esc) or all at once."""
 
-    def __init__(self, objs: list[bpy.types.Object], start: int, end: int, scene: Optional[bpy.types.Scene] = None,
-                 fast: bool = True):
+    def __init__(self, objs: list[bpy.types.Object], start: int, end: int, scene: Optional[bpy.types.Scene] = None):
         self.scene = scene or bpy.context.scene
         if end < start:
             raise BakeError(f"the frame range {start}..{end} is empty: set an end frame after the start frame")
@@ -160,20 +114,17 @@ class BakeJob:
         self.rigs: list[RigBake] = []
         for obj in objs:
             s = settings(obj)
-            try:
-                terrain = caches.terrain.get(terrain_objects(s), depsgraph) if terrain_objects(s) else None
-            except TerrainError as exc:
-                raise BakeError(str(exc)) from exc
+            terrain = caches.terrain.get(terrain_objects(s), depsgraph) if terrain_objects(s) else None
             chans = driven_channels(obj)
             width = sum(c.size for c in chans)
             slot = anim.slot_of(obj)
             self.rigs.append(RigBake(obj, terrain, chans, np.empty((0, width)), anim.action_of(obj),
                                      getattr(slot, "identifier", None)))
         # Live preview steps aside during the sweep; the animation's values go back into its channels.
-        self.was_live = {r.obj.name for r in self.rigs if r.obj.name in live.live_rigs}
+        self.was_live = {r.obj.name for r in self.rigs if r.obj.name in state.live_rigs}
+        self._pause = ExitStack()
+        self._pause.enter_context(state.paused([r.obj for r in self.rigs]))
         for r in self.rigs:
-            live.live_rigs.discard(r.obj.name)
-            live.restore_for_edit(r.obj)
             keyed = set()
             if r.source is not None:
                 keyed = {fc.data_path for fc in anim.fcurves(r.source, anim.slot_of(r.obj)) or []}
@@ -182,23 +133,12 @@ class BakeJob:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
         self.fps = fps_of(self.scene)
         # The frames read: the range and the frames around it that the feet's smoothing between contacts
-        # reaches (`batch.context_frames`), so a range bakes as it plays in live preview's longer range.
-        self.pad = batch.context_frames(self.fps)
+        # reaches (`model.context_frames`), so a range bakes as it plays in live preview's longer range.
+        self.pad = model.context_frames(self.fps)
         self.read = range(start - self.pad, end + self.pad + 1)
         for r in self.rigs:
-            if fast and len(self.frames) <= FAST_MAX_FRAMES and batch.unsupported(r.obj) is None:
-                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
-        self._slow = any(r.batch is None for r in self.rigs)
-        for r in self.rigs:
-            if r.batch is None:
-                s = settings(r.obj)
-                r.rest_leg = max((sum(r.obj.data.bones[b.bone].length for b in lb.bones if b.bone)
-                                  for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and limb_is_usable(r.obj, lb)),
-                                 default=0.0)
-        # Rigs baked frame by frame take two sweeps: the first finds the pelvis offset and the feet's heights
-        # of every frame, so that the pelvis's speed limit over all frames (`batch.pelvis_speed_limit`) and
-        # the smoothing of the feet between contacts (`batch.swing_smoothing`) apply to them too.
-        self.total = len(self.read) + (len(self.frames) if self._slow else 0)
+            r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
+        self.total = len(self.read)
         self.done = 0
 
     @property
@@ -206,82 +146,15 @@ class BakeJob:
         return self.done / self.total
 
     def step(self, count: int) -> bool:
-        """Bake the next `count` frames (of both sweeps, for rigs baked frame by frame); True when done."""
+        """Read the next `count` frames; True when every frame is read."""
         scene = self.scene
-        n, n_read = len(self.frames), len(self.read)
         last = min(self.done + count, self.total)
-        for rig in self.rigs:
-            if rig.batch is None:
-                _reserve(rig, min(max(0, last - n_read), n), n)
-        for u in range(self.done, last):
-            reading = u < n_read  # the first sweep (every frame read), then the solves frame by frame
-            i = u if reading else u - n_read
-            scene.frame_set(self.read[i] if reading else self.frames[i])
-            depsgraph = bpy.context.evaluated_depsgraph_get() if self._slow else None
+        for i in range(self.done, last):
+            scene.frame_set(self.read[i])
             for rig in self.rigs:
-                if rig.batch is not None:
-                    if reading:
-                        rig.batch.read(i)
-                elif reading:
-                    self._pelvis_of_frame(rig, i, depsgraph)
-                else:
-                    self._bake_frame(rig, i, depsgraph)
-            self.done = u + 1
-            if self._slow and self.done == n_read:
-                for rig in self.rigs:
-                    if rig.pelvis is not None:
-                        offset, moved, step = rig.pelvis
-                        rig.pelvis = (batch.pelvis_speed_limit(offset, moved, step), moved, step)
-                    for k, (height, floor, touch, pinned, leg) in rig.feet.items():
-                        rig.foot_shift[k] = batch.swing_change(height, floor, touch, pinned, self.fps, leg)
+                rig.batch.read(i)
+            self.done = i + 1
         return self.done >= self.total
-
-    def _pelvis_of_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
-        """The first sweep of a frame-by-frame bake (row `row` of the frames read): this frame's own pelvis
-        offset and the feet's corrections, nothing written."""
-        if rig.terrain is None or rig.rest_leg <= 0.0:
-            return  # nothing moves the pelvis
-        n = len(self.read)
-        if rig.pelvis is None:
-            rig.pelvis = (np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0))
-        offset, moved, step = (_grown(a, row + 1, n) for a in rig.pelvis)
-        rig.pelvis = (offset, moved, step)
-        obj = rig.obj
-        result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.read[row], dry=True)
-        offset[row], moved[row] = result.pelvis_offset, result.pelvis_moved
-        step[row] = batch.pelvis_step(rig.rest_leg, world_scale(obj), self.fps)
-        for k in result.feet:
-            if k not in rig.feet:  # a foot unplanned so far: pinned (nan) on the rows before
-                rig.feet[k] = (np.full(row, np.nan), np.full(row, -np.inf), np.full(row, -np.inf), np.ones(row, dtype=bool),
-                               np.ones(row))
-            rig.feet[k] = tuple(_grown(a, row + 1, n) for a in rig.feet[k])  # type: ignore[assignment]
-        for k, (height, floor, touch, pinned, leg) in rig.feet.items():
-            height[row], floor[row], touch[row], pinned[row], leg[row] = result.feet.get(k, (np.nan, -np.inf, -np.inf, True, 1.0))
-
-    def _bake_frame(self, rig: RigBake, row: int, depsgraph: bpy.types.Depsgraph) -> None:
-        obj = rig.obj
-        bones = obj.pose.bones
-        before = [tuple(getattr(bones[c.bone], c.prop)) for c in rig.channels]
-        if rig.terrain is not None or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
-            offset = None
-            at = row + self.pad  # this frame's row in the first sweep's
-            if rig.pelvis is not None and rig.pelvis[1][at]:
-                offset = float(rig.pelvis[0][at])
-            shift = {k: float(v[at]) for k, v in rig.foot_shift.items()}
-            result = plant_rig(obj, settings(obj), rig.terrain, depsgraph, frame=self.frames[row], pelvis_offset=offset,
-                               foot_shift=shift)
-        else:
-            result = RigResult()
-        col = 0
-        values = rig.values
-        for c, old in zip(rig.channels, before):
-            pb = bones[c.bone]
-            values[row, col:col + c.size] = getattr(pb, c.prop)
-            col += c.size
-            if result.written:
-                setattr(pb, c.prop, old)  # the animation's value back, so nothing piles up
-        if row == 0 or row == len(self.frames) - 1:
-            rig.results.append(result)
 
     def cancel(self) -> None:
         """Stop: nothing was written; the frame and live preview are as they were (its frame cache, dropped
@@ -293,8 +166,7 @@ class BakeJob:
             self.step(self.total - self.done)
         reports = []
         for rig in self.rigs:
-            if rig.batch is not None:
-                _fill_from_batch(rig)
+            _fill_from_batch(rig)
             make_continuous(rig)
             rig.action = write_action(rig, self.frames)
             reports.append(BakeReport(rig.obj.name, rig.action.name, rig.source.name if rig.source else "",
@@ -304,8 +176,7 @@ class BakeJob:
         return reports
 
     def _restore(self, rebuild: bool = False) -> None:
-        for name in self.was_live:
-            live.live_rigs.add(name)
+        self._pause.close()
         objs = [r.obj for r in self.rigs if r.obj.name in self.was_live]
         if rebuild and objs:
             try:
@@ -315,38 +186,10 @@ class BakeJob:
         self.scene.frame_set(self.saved_frame)
 
 
-def _reserve(rig: RigBake, rows: int, total: int) -> None:
-    """Room for `rows` rows of baked values (`_grown`)."""
-    rig.values = _grown(rig.values, rows, total)
-
-
-def _grown(a: np.ndarray, rows: int, total: int) -> np.ndarray:
-    """`a` with room for at least `rows` rows, grown a chunk at a time (never more than `total`); the rows
-    it had are kept, the new ones are uninitialised."""
-    have = len(a)
-    if have >= rows:
-        return a
-    out = np.empty((min(total, max(rows, have + ROWS_CHUNK, 2 * have)),) + a.shape[1:], dtype=a.dtype)
-    out[:have] = a
-    return out
-
-
 def _fill_from_batch(rig: RigBake) -> None:
-    """The fast path's channel values, or the FK values where it wrote nothing."""
-    b = rig.batch
-    n = b.frames - 2 * b.context
-    _reserve(rig, n, n)
-    out = b.compute()
-    col = 0
-    keep = slice(b.context, b.context + n)  # the rows read around the range are left out
-    fk = {"rotation_quaternion": b.quat[keep], "rotation_euler": b.euler[keep], "rotation_axis_angle": b.aa[keep],
-          "location": b.loc[keep]}
-    for c in rig.channels:
-        vals = out.get((c.bone, c.prop))
-        if vals is None:
-            vals = (fk[c.prop][:, b.slot[b.bone_index[c.bone]]], None)
-        rig.values[:, col:col + c.size] = vals[0]
-        col += c.size
+    """The computed channel values, or the FK values where nothing was written."""
+    values = rig.batch.channel_values(rig.batch.compute(), rig.channels)
+    rig.values = np.concatenate([values[(c.bone, c.prop)][0] for c in rig.channels], axis=1).astype(np.float64)
 
 
 def make_continuous(rig: RigBake) -> None:

@@ -1,646 +1,121 @@
-"""The bake's fast path: `plant.plant_rig` for every frame at once, in numpy.
+"""Planting a rig on its terrain over a range of frames: the one implementation the bake, live preview's
+frame cache and live preview's one-frame fallback (`plant_frame`) share.
 
-During the sweep each frame costs one `frame_set` and a few `foreach_get` reads of the pose; the
-ground model and the solve then run vectorised over all frames: down-rays in bulk
-(`heightfield.DownRays`), the closed-form two-bone solve (`solvers.solve_two_bone_batch`), the
-write-back to local rotations and the FK/IK blend. It computes exactly what `plant_rig` computes
-frame by frame (the bake test compares them at 1e-5 x leg length); rigs it does not cover (chains of
-3+ bones, IK limits) are baked frame by frame instead.
+`reader.RigReader` reads the rig into arrays (one `foreach_get` per channel and frame); `model` plans
+every foot and the pelvis over all frames at once (down-rays in bulk), then the pelvis's speed limit and
+the feet's smoothing between contacts, which need every frame; here every limb is then solved: two-bone
+chains without IK limits in closed form over all frames (`solvers.solve_two_bone_batch`), any other
+chain frame by frame (`solvers.solve_limb`, FABRIK and CCD within the limits), and the result turned into
+channel values in each bone's own rotation mode, continuous with the FK values they replace.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-from mathutils import Euler, Quaternion, Vector
+from mathutils import Euler, Matrix, Quaternion, Vector
 
-from ..properties import settings
+from ..solvers import ChainPose, solve_limb
+from ..solvers.rotations import (
+    affine_inv,
+    channel_quat,
+    mat_to_quat,
+    q_between,
+    qconj,
+    qmat,
+    qmul,
+    qnormalize,
+    qslerp,
+    xform,
+)
 from ..solvers.soft import soft_distance
 from ..solvers.two_bone import solve_two_bone_batch
-from . import rig
-from .plant import (
-    ALIGN_FADE,
-    BODY_RADIUS,
-    EXT_SLACK,
-    FORWARD_BIAS,
-    MAX_PITCH,
-    PLANE_EPS,
-    REACH_MARGIN,
-    STRAIGHT,
-    SWING_LIFT,
-    clearance_extra,
-    heel_local,
-    limb_is_usable,
-    placed_locks,
-    rest_leg_length,
-    smoothstep,
-)
-from .plant import (
-    _bone_names as _names,
-)
+from . import model
+from .model import Foot, FootPlan, Placement, Rays
+from .reader import LimbSpec, RigReader, has_limbs
+from .tuning import PELVIS_SPEED
 
 if TYPE_CHECKING:
     import bpy
 
+    from .checks import Channel
     from .ground import Terrain
 
-
-# The pelvis never moves faster than this (x leg length per second) for the ground: where the frame-by-frame
-# offset (`plant.soft_reach_drop`) would, it moves earlier and lower instead (`pelvis_speed_limit`). A
-# person climbing stairs lifts the pelvis about 0.3 leg per second; a swing foot's target that jumps, or a
-# leg handing the body to the other at lift-off, would otherwise jerk the body and the standing knee.
-PELVIS_SPEED = 1.0
-
-
-def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
-    """How far the pelvis may move from one frame to the next (`PELVIS_SPEED`), in world units, for a rig
-    whose longest leg is `rest_leg` long in armature units; inf without a frame rate."""
-    return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
+Channels = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (bone, property) -> (values (N, size), written (N,))
+# Ranges of at most this many frames (live preview's one-frame fallback) solve every limb frame by frame
+# (`solvers.solve_limb`, the same closed form for two bones in `mathutils`): numpy's cost per call outweighs
+# its speed per row on so few rows.
+SCALAR_ROWS = 8
 
 
-def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
-    the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
-    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    `plant.plant_rig` alone cannot (live preview's fallback adds what the last frame cache's limit did)."""
-    x = np.where(moved, offset, np.inf).astype(np.float64)
-    st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
-    if len(x) < 2 or not np.isfinite(st).all():
-        return offset
-    # st[i] is the step from row i-1 to row i. Forward, y[i] = min(x[i], y[i-1] + st[i]): with S the running
-    # sum of the steps, y = S + cummin(x - S). Backward, y[i] = min(y[i], y[i+1] + st[i+1]): the same from the
-    # end, with T the sum of the steps after row i. Together: y[i] = min over j of x[j] + |S[i] - S[j]|.
-    s = np.concatenate(([0.0], np.cumsum(st[1:])))
-    y = s + np.minimum.accumulate(x - s)
-    t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
-    y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
-    return np.where(moved & np.isfinite(y), y, offset)
+@dataclass
+class Carried:
+    """What the pelvis's speed limit and the feet's smoothing did to the frames planted, per frame, when they
+    were last computed over a whole range: live preview's fallback, planting one frame, applies these."""
 
-
-# A foot between two contacts has its correction (how far the plan lifts it over the ground it follows)
-# smoothed over time (`swing_smoothing`): a Gaussian of this many seconds over every frame, the frames it
-# may not change (contacts) included as they are. The clearance, swing-line and toe-up terms switch on and
-# off within a few frames (a lift-off beside a riser, a sole the animation brushes on its floor in mid-air,
-# a step edge passing, a toe-first landing), and at 120 fps each switch jerked the knee.
-SWING_SMOOTH = 0.03
-# Where the Gaussian moves a frame it may not change, the difference is carried back into the frames around
-# it, fading out over this many Gaussian widths (`swing_smoothing`): the foot meets each contact as it is,
-# with no jump, and the smoothing keeps its full width up to the contact.
-SWING_REACH = 3.0
-# A sole the animation has this close to its floor (x leg length) is where the animator put it: not smoothed.
-SOLE_DOWN = 1e-4
-# Smoothed fully where the plan lifts the foot this far (x leg length) over the terrain under its soles
-# within the Gaussian's reach, and not at all where it lifts it nowhere there.
-SWING_LIFTED = 0.005
-# A foot's ground between contacts comes from the contacts around it (`Lock.anchors`), faded into the terrain
-# right under it before the first contact and after the last. Its correction is smoothed where at least
-# this much of it comes from the contacts (the ground's fade ends in the frames just before a first contact);
-# where less does, the terrain right under the foot, which jumps at a step edge, weighs in it: pinned.
-ANCHORED = 0.9
-
-
-def _swing_spans(fps: float) -> tuple[float, int, float]:
-    """`swing_smoothing`'s Gaussian width and radius, and its carried differences' reach, in frames."""
-    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
-    return width, int(math.ceil(3.0 * width)), SWING_REACH * width
-
-
-def context_frames(fps: float) -> int:
-    """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
-    the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
-    if fps <= 0.0:
-        return 0
-    _width, radius, reach = _swing_spans(fps)
-    return radius + int(math.ceil(reach)) + 1
-
-
-def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
-    """The largest of `values` within `radius` rows of each row."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    padded = np.concatenate((np.full(radius, -np.inf), values, np.full(radius, -np.inf)))
-    return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
-
-
-def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
-                    fps: float, leg: Any) -> np.ndarray:
-    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
-    it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
-    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground less than ANCHORED
-    from the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
-    is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
-    at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
-    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
-    `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
-    the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
-    swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
-    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
-    height = np.asarray(correction, dtype=np.float64)
-    n = len(height)
-    leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
-    width, r, reach = _swing_spans(fps)
-    valid = np.isfinite(height)
-    fixed = np.asarray(pinned, dtype=bool) | ~valid
-    if n < 2 or width <= 0.0 or fixed.all():
-        return height.copy()
-    values = np.where(valid, height, 0.0)
-    g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
-    total = np.convolve(valid.astype(np.float64), g, "same")
-    smooth = np.convolve(values, g, "same") / np.where(total > 0.0, total, 1.0)
-    # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
-    # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
-    # than that on either side.
-    pins = np.flatnonzero(fixed)
-    if len(pins):
-        moved = np.where(fixed & valid, height - smooth, 0.0)
-        rows = np.arange(n)
-        at = np.searchsorted(pins, rows)
-        left = pins[np.maximum(at - 1, 0)]
-        right = pins[np.minimum(at, len(pins) - 1)]
-        dl = np.where(at > 0, rows - left, np.inf)
-        dr = np.where(at < len(pins), right - rows, np.inf)
-        fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
-        fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
-        share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
-        to_left = fl * (1.0 - fr) + fl * fr * share
-        to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
-        smooth = smooth + to_left * moved[left] + to_right * moved[right]
-    smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
-    # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
-    # a foot that just follows the terrain keeps the animation's swing as it is.
-    bounded = np.isfinite(floor)
-    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
-    near = smoothstep(np.minimum(_window_max(lifted, r), 1e300) / (SWING_LIFTED * leg))
-    return np.where(fixed, height, values + near * (smooth - values))
-
-
-def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
-                 leg: Any) -> np.ndarray:
-    """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
-    smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
-    return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
+    pelvis: np.ndarray  # added to the pelvis offset (never above 0)
+    feet: dict[int, np.ndarray]  # per foot (by its index in the settings' limbs), added to its target's height
 
 
 @dataclass
 class _Staged:
     """One chunk's foot plans and pelvis offset, between `BatchRig._stage` and `_finish`."""
 
-    plans: list[Any]
-    # Per foot plan, for `swing_smoothing`: (its correction, floor, touch, pinned, leg length), as
-    # `plant._FootPlan` has them.
-    floors: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    plans: list[tuple[LimbSpec, FootPlan]]
     offset: np.ndarray
     moved: np.ndarray
-    step: Any
-
-
-def _fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: np.ndarray,
-                   foot: bool) -> np.ndarray:
-    """`plant.fk_plane_pole` over arrays (NaN rows where there is none: the solver then ignores them)."""
-    axis = tip - hip
-    alen = np.linalg.norm(axis, axis=1)
-    a = axis / np.where(alen > 0, alen, 1.0)[:, None]
-    leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
-    kh = knee - hip
-    perp = kh - a * np.einsum("ni,ni->n", kh, a)[:, None]
-    if foot:
-        fwd = end_frame[:, :3, 1]
-        fwd = fwd - a * np.einsum("ni,ni->n", fwd, a)[:, None]
-        flen = np.linalg.norm(fwd, axis=1)
-        has = flen > 1e-9 * leg
-        f = fwd / np.where(has, flen, 1.0)[:, None]
-        along = np.einsum("ni,ni->n", perp, f)
-        t = np.minimum(1.0, np.linalg.norm(perp, axis=1) / (STRAIGHT * leg))
-        m = 1.0 - t * t * (3.0 - 2.0 * t)
-        bent = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * np.minimum(along, 0.0)))[:, None]
-        perp = np.where(has[:, None], bent, perp)
-    plen = np.linalg.norm(perp, axis=1)
-    ok = (alen > 0) & (plen >= PLANE_EPS * leg)
-    pole = (hip + tip) * 0.5 + perp / np.where(plen > 0, plen, 1.0)[:, None] * leg[:, None]
-    return np.where(ok[:, None], pole, np.nan)
-
-
-def _anim_paths(obj: bpy.types.Object) -> list[str]:
-    ad = obj.animation_data
-    if ad is None:
-        return []
-    from . import anim
-
-    paths = [d.data_path for d in ad.drivers]
-    if ad.action is not None:
-        paths += [fc.data_path for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []]
-    if ad.nla_tracks:
-        paths.append("*")  # NLA strips may animate anything
-    return paths
-
-
-def _toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
-               up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """`plant._toe_pitch` over arrays: (turns, which rows have one)."""
-    along = toe - heel
-    along = along - up * np.einsum("ni,ni->n", along, up)[:, None]
-    length = np.linalg.norm(along, axis=1)
-    d = along / np.where(length > 0.0, length, 1.0)[:, None]
-    flat = lambda v: v - up * np.einsum("ni,ni->n", v, up)[:, None]  # noqa: E731
-    reach = np.einsum("ni,ni->n", flat(toe), d) + np.maximum(0.0, -np.einsum("ni,ni->n", flat(heel), d))
-    both = np.isfinite(heel_need) & np.isfinite(toe_need)  # a ray that missed has no need (-inf)
-    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
-    has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
-    angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
-    axis = np.cross(d, up)
-    axis = axis / np.where(np.linalg.norm(axis, axis=1) > 0.0, np.linalg.norm(axis, axis=1), 1.0)[:, None]
-    q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
-    return q, has
-
-
-def object_moves(obj: bpy.types.Object) -> bool:
-    """True when something may change the armature object's own transform over time (its animation,
-    drivers, NLA, a parent or a constraint)."""
-    moving = ("location", "rotation_", "scale", "delta_")
-    return (obj.parent is not None or bool(obj.constraints)
-            or any(p == "*" or p.startswith(moving) for p in _anim_paths(obj)))
-
-
-def _static(obj: Any) -> bool:
-    """True for an object whose transform nothing changes over time (no animation, parent, constraint)."""
-    return (obj is not None and obj.animation_data is None and obj.parent is None and not obj.constraints
-            and obj.type != "ARMATURE")
-
-
-def _scale_animated(obj: bpy.types.Object) -> bool:
-    return any(p == "*" or p.endswith(".scale") for p in _anim_paths(obj))
-
-
-def _weights_animated(obj: bpy.types.Object) -> bool:
-    return any(p == "*" or p.startswith("contact_ik.") for p in _anim_paths(obj))
-
-
-def unsupported(obj: bpy.types.Object) -> Optional[str]:
-    """Why this rig needs the frame-by-frame bake, or None when the fast path covers it."""
-    s = settings(obj)
-    pbs = obj.pose.bones
-    if not any(lb.enabled and limb_is_usable(obj, lb) for lb in s.limbs):
-        return "no limb is enabled"  # nothing to solve: nothing to vectorise
-    for lb in s.limbs:
-        if not (lb.enabled and limb_is_usable(obj, lb)):
-            continue
-        names = [b.bone for b in lb.bones if b.bone]
-        if len(names) != 2 or not lb.end_bone:
-            return f"limb {lb.name!r} is not a two-bone chain with an end bone"
-        if any(rig.limits_of(pbs[n]) is not None for n in names + [lb.end_bone]):
-            return f"limb {lb.name!r} has IK limits"
-    return None
-
-
-# ------------------------------------------------------------------------------------------ quaternions
-# Arrays of (..., 4) in Blender's (w, x, y, z) order.
-
-
-def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
-
-
-def qconj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def qnormalize(q: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), np.array([1.0, 0.0, 0.0, 0.0]))
-
-
-def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
-    w = q[..., :1]
-    u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def qmat(q: np.ndarray) -> np.ndarray:
-    """3x3 rotation matrices of unit quaternions."""
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack((
-        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1)), -2)
-
-
-def mat_to_quat(m: np.ndarray) -> np.ndarray:
-    """Unit quaternions of the rotation part of (..., 3+, 3+) matrices (columns normalised first)."""
-    r = m[..., :3, :3]
-    norm = np.linalg.norm(r, axis=-2, keepdims=True)
-    r = r / np.where(norm > 0.0, norm, 1.0)  # a column scaled to zero stays zero (finite, no warning)
-    tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
-    out = np.empty(r.shape[:-2] + (4,))
-    c0 = tr > 0.0
-    s = np.sqrt(np.maximum(tr + 1.0, 1e-300)) * 2.0
-    out0 = np.stack((0.25 * s, (r[..., 2, 1] - r[..., 1, 2]) / s, (r[..., 0, 2] - r[..., 2, 0]) / s,
-                     (r[..., 1, 0] - r[..., 0, 1]) / s), -1)
-    c1 = ~c0 & (r[..., 0, 0] > r[..., 1, 1]) & (r[..., 0, 0] > r[..., 2, 2])
-    s1 = np.sqrt(np.maximum(1.0 + r[..., 0, 0] - r[..., 1, 1] - r[..., 2, 2], 1e-300)) * 2.0
-    out1 = np.stack(((r[..., 2, 1] - r[..., 1, 2]) / s1, 0.25 * s1, (r[..., 0, 1] + r[..., 1, 0]) / s1,
-                     (r[..., 0, 2] + r[..., 2, 0]) / s1), -1)
-    c2 = ~c0 & ~c1 & (r[..., 1, 1] > r[..., 2, 2])
-    s2 = np.sqrt(np.maximum(1.0 + r[..., 1, 1] - r[..., 0, 0] - r[..., 2, 2], 1e-300)) * 2.0
-    out2 = np.stack(((r[..., 0, 2] - r[..., 2, 0]) / s2, (r[..., 0, 1] + r[..., 1, 0]) / s2, 0.25 * s2,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s2), -1)
-    s3 = np.sqrt(np.maximum(1.0 + r[..., 2, 2] - r[..., 0, 0] - r[..., 1, 1], 1e-300)) * 2.0
-    out3 = np.stack(((r[..., 1, 0] - r[..., 0, 1]) / s3, (r[..., 0, 2] + r[..., 2, 0]) / s3,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s3, 0.25 * s3), -1)
-    out = np.where(c0[..., None], out0, np.where(c1[..., None], out1, np.where(c2[..., None], out2, out3)))
-    return qnormalize(out)
-
-
-def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The shortest-arc rotation taking direction `u` to direction `v` (identity for zero vectors)."""
-    un = np.linalg.norm(u, axis=-1, keepdims=True)
-    vn = np.linalg.norm(v, axis=-1, keepdims=True)
-    zero = ((un == 0.0) | (vn == 0.0))[..., 0]
-    a = u / np.where(un > 0.0, un, 1.0)
-    b = v / np.where(vn > 0.0, vn, 1.0)
-    w = 1.0 + np.einsum("...i,...i->...", a, b)
-    xyz = np.cross(a, b)
-    opposite = w < 1e-12
-    if np.any(opposite):  # half a turn about any axis across `a`
-        ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
-        xyz = np.where(opposite[..., None], ortho, xyz)
-        w = np.where(opposite, 0.0, w)
-    q = qnormalize(np.concatenate((w[..., None], xyz), -1))
-    return np.where(zero[..., None], np.array([1.0, 0.0, 0.0, 0.0]), q)
-
-
-def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Shortest-path spherical interpolation, per row (as mathutils' Quaternion.slerp)."""
-    cos = np.einsum("...i,...i->...", a, b)
-    b = np.where((cos < 0.0)[..., None], -b, b)
-    cos = np.abs(cos)
-    t = np.asarray(t, dtype=np.float64)
-    near = cos > 1.0 - 1e-4
-    omega = np.arccos(np.clip(cos, -1.0, 1.0))
-    so = np.where(near, 1.0, np.sin(omega))
-    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * omega) / so)
-    wb = np.where(near, t, np.sin(t * omega) / so)
-    return wa[..., None] * a + wb[..., None] * b
-
-
-def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
-    axes = {"X": 0, "Y": 1, "Z": 2}
-    q = np.zeros(e.shape[:-1] + (4,))
-    q[..., 0] = 1.0
-    for ch in order:  # Blender's 'XYZ' applies X first: q = qZ qY qX
-        k = axes[ch]
-        half = 0.5 * e[..., k]
-        r = np.zeros_like(q)
-        r[..., 0] = np.cos(half)
-        r[..., 1 + k] = np.sin(half)
-        q = qmul(r, q)
-    return q
-
-
-def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray) -> np.ndarray:
-    """`rig.rotation_of` over arrays of channel values."""
-    if mode == "QUATERNION":
-        return qnormalize(quat)
-    if mode == "AXIS_ANGLE":
-        axis = aa[..., 1:]
-        n = np.linalg.norm(axis, axis=-1, keepdims=True)
-        half = 0.5 * aa[..., :1]
-        q = np.concatenate((np.cos(half), np.sin(half) * axis / np.where(n > 0, n, 1.0)), -1)
-        return np.where(n > 0, q, np.array([1.0, 0.0, 0.0, 0.0]))
-    return euler_to_quat(euler, mode)
-
-
-def affine_inv(m: np.ndarray) -> np.ndarray:
-    """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
-    a = m[..., :3, :3]
-    c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    r0, r1, r2 = np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)
-    det = np.einsum("...i,...i->...", c0, r0)
-    det = np.where(det != 0.0, det, 1.0)[..., None]
-    inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)
-    out = np.zeros(m.shape)
-    out[..., :3, :3] = inv3
-    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
-    out[..., 3, 3] = 1.0
-    return out
-
-
-def xform(m: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Affine matrices (..., 4, 4) applied to points (..., 3)."""
-    return np.einsum("...ij,...j->...i", m[..., :3, :3], p) + m[..., :3, 3]
-
-
-# ------------------------------------------------------------------------------------------ the rig
+    step: np.ndarray
 
 
 @dataclass
-class _Limb:
-    index: int
-    name: str
-    kind: str
-    chain: tuple[int, int]  # pose-bone indices
-    end: int
-    toe: int  # -1 without
-    pole_bone: int
-    heel: np.ndarray  # heel point in the end bone's frame
-    toe_length: float
-    ray_length: float
-    align: bool
-    max_align: float
-    use_target_rotation: bool
-    pole_object: Any = None
-    target_object: Any = None
-    target_bone: str = ""
-    auto_pole: bool = False
-    rest_length: float = 0.0  # chain length at rest, armature units
-    lock: Optional[dict[str, np.ndarray]] = None  # foot locking per frame (`contacts.locks_over`)
-    use_lock: bool = True
-    static_target: bool = False  # not animated, parented or constrained: read once
-    static_pole: bool = False
-    weights: Optional[np.ndarray] = None
-    targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
-    poles: Optional[np.ndarray] = None  # (N, 3)
+class RigResult:
+    """What planting a frame did: the bones written."""
+
+    written: list[str] = field(default_factory=list)
 
 
-@dataclass
-class BatchRig:
-    """Everything `plant_rig` reads, for every frame of a bake, and the computation over all of them."""
+class BatchRig(RigReader):
+    """A rig read over a range of frames (`RigReader`), and the computation over all of them."""
 
-    obj: bpy.types.Object
-    terrain: Optional[Terrain]
-    frames: int
-    first: int = 1  # frame number of the first frame
-    fps: float = 24.0
-    # Rows read before and after the frames wanted (`context_frames`), which `compute` leaves out of what
-    # it returns: the frames wanted then come out as they do in any longer range.
-    context: int = 0
-    bone_index: dict[str, int] = field(default_factory=dict)
-    limbs: list[_Limb] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        obj, n = self.obj, self.frames
-        s = settings(obj)
-        pbs = obj.pose.bones
-        self.bone_index = {pb.name: i for i, pb in enumerate(pbs)}
-        self.count = len(pbs)
-        self.pelvis = self.bone_index.get(s.pelvis_bone, -1) if s.body_follow else -1
-        self.floor = s.floor_height
-        self.softness = s.softness
-        idx = self.bone_index
-        for i, lb in enumerate(s.limbs):
-            if not (lb.enabled and limb_is_usable(obj, lb)):
-                continue
-            names = [b.bone for b in lb.bones if b.bone]
-            toe = idx.get(lb.toe_bone, -1) if lb.toe_bone else -1
-            self.limbs.append(_Limb(
-                i, lb.name, lb.kind, (idx[names[0]], idx[names[1]]), idx[lb.end_bone], toe,
-                idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
-                np.array(heel_local(obj, lb.end_bone, lb.foot_offset)),
-                obj.data.bones[lb.toe_bone].length if toe >= 0 else 0.0,
-                lb.ray_length, lb.align_to_normal, lb.max_align_angle, lb.use_target_rotation,
-                pole_object=lb.pole_object if lb.pole_mode == "OBJECT" else None,
-                target_object=lb.target_object, target_bone=lb.target_bone,
-                weights=np.empty(n), targets=np.empty((n, 4, 4)) if lb.target_object is not None else None,
-                poles=np.empty((n, 3)) if (lb.pole_mode == "OBJECT" and lb.pole_object is not None) else None,
-            ))
-        from .contacts import locks_over
-
-        for lb in self.limbs:
-            prop = s.limbs[lb.index]
-            lb.auto_pole = prop.pole_mode == "AUTO"
-            lb.rest_length = sum(obj.data.bones[b.bone].length for b in prop.bones if b.bone)
-            if lb.kind == "FOOT":
-                placed = None
-                if self.terrain is not None and not object_moves(obj):
-                    placed = placed_locks(obj, prop, self.terrain, rest_leg_length(obj, _names(prop)))
-                lb.lock = locks_over(prop, self.first, n, self.fps, placed)
-                lb.use_lock = prop.use_lock
-            lb.static_target = _static(lb.target_object) and not lb.target_bone
-            lb.static_pole = _static(lb.pole_object)
-        used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
-        self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
-        self.slot = {b: k for k, b in enumerate(self.used)}
-        k = len(self.used)
-        self.mw = np.empty((n, 4, 4))
-        self.matrix = np.empty((n, k, 4, 4))
-        self.quat = np.empty((n, k, 4))
-        self.euler = np.empty((n, k, 3))
-        self.aa = np.empty((n, k, 4))
-        self.loc = np.empty((n, k, 3))
-        self.scale = np.empty((n, k, 3))
-        self.modes = [pbs[int(b)].rotation_mode for b in self.used]
-        self.has_basis = self.pelvis >= 0
-        # Read per frame only what can change and is needed: matrices, the rotation channels of the
-        # modes in use, the pelvis location, and scales only when something animates them.
-        modes = set(self.modes)
-        reads = [("matrix", self.matrix, 16)]
-        if "QUATERNION" in modes:
-            reads.append(("rotation_quaternion", self.quat, 4))
-        if "AXIS_ANGLE" in modes:
-            reads.append(("rotation_axis_angle", self.aa, 4))
-        if modes - {"QUATERNION", "AXIS_ANGLE"}:
-            reads.append(("rotation_euler", self.euler, 3))
-        self.scale_animated = _scale_animated(obj)
-        if self.scale_animated:
-            reads.append(("scale", self.scale, 3))
-        self._reads = []
-        for name, dest, size in reads:
-            buf = np.empty(self.count * size, dtype=np.float32)
-            self._reads.append((name, buf, buf.reshape(self.count, size), dest))
-        self._static_done = False
-        # The armature object itself not animated, parented or constrained: its matrix is read once.
-        self.static_object = not object_moves(obj)
-        self._settings = s
-        self._animated_weights = _weights_animated(obj)
+    def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
+                 fps: float = 24.0, context: int = 0):
+        super().__init__(obj, terrain, frames, first, fps, context)
+        self.scalar = frames <= SCALAR_ROWS
         # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
         self.pelvis_delta: Optional[np.ndarray] = None
-        # Per foot (by its index in the settings' limbs): what `swing_smoothing` changed in its target's
-        # height, per frame (`compute`).
+        # Per foot (by its index in the settings' limbs): what the smoothing changed in its target's height.
         self.foot_delta: dict[int, np.ndarray] = {}
 
-    # -- the sweep: one call per frame
-
-    def read(self, row: int) -> None:
-        obj = self.obj
-        pbs = obj.pose.bones
-        used = self.used
-        if row == 0 or not self.static_object:
-            self.mw[row] = obj.matrix_world
-        else:
-            self.mw[row] = self.mw[0]
-        for name, buf, view, dest in self._reads:
-            pbs.foreach_get(name, buf)
-            dest[row] = view[used].reshape(dest.shape[1:])
-        if self.pelvis >= 0:
-            self.loc[row, self.slot[self.pelvis]] = pbs[self.pelvis].location
-        if not self._static_done:
-            # Values nothing animates: read once (scales, rotation channels of modes not read per frame).
-            for name, dest, size in (("scale", self.scale, 3), ("rotation_quaternion", self.quat, 4),
-                                     ("rotation_axis_angle", self.aa, 4), ("rotation_euler", self.euler, 3),
-                                     ("location", self.loc, 3)):
-                if any(r[0] == name for r in self._reads):
-                    continue
-                buf = np.empty(self.count * size, dtype=np.float32)
-                pbs.foreach_get(name, buf)
-                dest[:] = buf.reshape(self.count, size)[used]
-            self._static_done = True
-        limbs = self._settings.limbs
-        for lb in self.limbs:
-            assert lb.weights is not None
-            if self._animated_weights or row == 0:
-                lb.weights[row] = limbs[lb.index].weight
-            else:
-                lb.weights[row] = lb.weights[0]
-            if lb.targets is not None and (row == 0 or not lb.static_target):
-                t = lb.target_object
-                m = t.matrix_world
-                if lb.target_bone and t.type == "ARMATURE" and t.pose and lb.target_bone in t.pose.bones:
-                    m = m @ t.pose.bones[lb.target_bone].matrix
-                lb.targets[row] = m
-            elif lb.targets is not None:
-                lb.targets[row] = lb.targets[0]
-            if lb.poles is not None:
-                lb.poles[row] = lb.pole_object.matrix_world.translation if (row == 0 or not lb.static_pole) else lb.poles[0]
-
-    # -- the computation
-
-    def compute(self, chunk: int = 1024) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    def compute(self, chunk: int = 1024, carried: Optional[Carried] = None) -> Channels:
         """Per driven bone and channel: (values (N, size), written (N,) bool). Computed in chunks, so memory
-        stays bounded however long the bake: first every chunk's targets and pelvis offset, then the
-        pelvis's speed limit over all frames at once (`pelvis_speed_limit`), then the solves."""
-        slices = [self._slice(slice(start, min(self.frames, start + chunk))) for start in range(0, self.frames, chunk)]
-        staged = [part._stage() for part in slices]
+        stays bounded however long the range: first every chunk's targets and pelvis offset, then the
+        pelvis's speed limit and the feet's smoothing over all frames at once (or what `carried` says they
+        did), then the solves."""
+        starts = range(0, self.frames, chunk)
+        parts = [self._slice(slice(a, min(self.frames, a + chunk))) for a in starts]
+        staged = [part._stage(a) for part, a in zip(parts, starts)]
+        raw = np.concatenate([st.offset for st in staged])
+        moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
-        if self.pelvis >= 0 and PELVIS_SPEED > 0.0:
-            raw = np.concatenate([st.offset for st in staged])
-            moved = np.concatenate([st.moved for st in staged])
-            step = np.concatenate([st.step for st in staged])
-            offset = pelvis_speed_limit(raw, moved, step)
-            # What the limit changed, per frame (never above 0): live preview's frame-by-frame fallback
-            # applies it while the frame cache is rebuilt (`handlers.caches.pelvis`).
+        if self.pelvis >= 0 and (PELVIS_SPEED > 0.0 or carried is not None):
+            if carried is not None:
+                offset = np.where(moved, raw + carried.pelvis, raw)
+            else:
+                offset = model.pelvis_speed_limit(raw, moved, np.concatenate([st.step for st in staged]))
+            # What the limit changed, per frame (never above 0): live preview's fallback applies it while
+            # the frame cache is rebuilt (`state.caches.pelvis`).
             self.pelvis_delta = np.where(moved, offset - raw, 0.0)
             at = 0
             for st in staged:
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
-        self._smooth_swings(staged)
-        parts = [part._finish(st) for part, st in zip(slices, staged)]
-        if len(parts) == 1:
-            out = parts[0]
-        else:
-            out = {key: (np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts]))
-                   for key in parts[0]}
+        self._smooth_swings(staged, carried)
+        outs = [part._finish(st) for part, st in zip(parts, staged)]
+        out = outs[0] if len(outs) == 1 else {
+            key: (np.concatenate([p[key][0] for p in outs]), np.concatenate([p[key][1] for p in outs])) for key in outs[0]}
         if self.context <= 0:
             return out
         keep = slice(self.context, self.frames - self.context)
@@ -649,83 +124,109 @@ class BatchRig:
         self.foot_delta = {k: v[keep] for k, v in self.foot_delta.items()}
         return {key: (values[keep], written[keep]) for key, (values, written) in out.items()}
 
-    def _smooth_swings(self, staged: list[_Staged]) -> None:
-        """Every foot's height between its contacts smoothed over all frames (`swing_smoothing`), in the
-        staged plans; what it changed per frame is kept in `foot_delta` for live preview's fallback. The
-        pelvis keeps the offset it found for the targets before (as `plant.plant_rig` does)."""
+    def channel_values(self, out: Channels, channels: list[Channel]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        """Per channel, over the frames wanted (the rows read around them left out): (the values to write,
+        the animation's own), the animation's where `compute` wrote nothing."""
+        keep = slice(self.context, self.frames - self.context)
+        fk = {"rotation_quaternion": self.quat, "rotation_euler": self.euler, "rotation_axis_angle": self.aa,
+              "location": self.loc}
+        values = {}
+        for c in channels:
+            key = (c.bone, c.prop)
+            base = fk[c.prop][keep, self.slot[self.bone_index[c.bone]]]
+            values[key] = (out[key][0] if key in out else base, base)
+        return values
+
+    def _smooth_swings(self, staged: list[_Staged], carried: Optional[Carried]) -> None:
+        """Every foot's height between its contacts smoothed over all frames (`model.swing_smoothing`, or
+        what `carried` says it did), in the staged plans; what it changed per frame is kept in `foot_delta`.
+        The pelvis keeps the offset it found for the targets before."""
         self.foot_delta = {}
         if not staged or not staged[0].plans:
             return
-        mw = self.mw
-        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
-        for k, plan in enumerate(staged[0].plans):
-            correction, floor, touch, pinned, leg = (np.concatenate([st.floors[k][i] for st in staged]) for i in range(5))
-            shift = swing_change(correction, floor, touch, pinned, self.fps, leg)
-            self.foot_delta[plan[0].index] = shift
+        up = Placement(self.mw[:self.frames], self.floor).up
+        for k, (lb, _plan) in enumerate(staged[0].plans):
+            if carried is not None:
+                shift = carried.feet.get(lb.index, np.zeros(self.frames))
+            else:
+                ps = [st.plans[k][1] for st in staged]
+                cat = {name: np.concatenate([getattr(p, name) for p in ps])
+                       for name in ("correction", "floor", "touch", "pinned", "leg")}
+                shift = model.swing_change(cat["correction"], cat["floor"], cat["touch"], cat["pinned"], self.fps,
+                                           cat["leg"])
+            self.foot_delta[lb.index] = shift
             at = 0
             for st in staged:
+                plan = st.plans[k][1]
                 m = len(st.offset)
-                p = list(st.plans[k])
-                p[2] = p[2] + up[at:at + m] * shift[at:at + m, None]
-                st.plans[k] = tuple(p)
+                plan.target = plan.target + up[at:at + m] * shift[at:at + m, None]
                 at += m
 
     def _slice(self, sl: slice) -> BatchRig:
+        """A view of rows `sl` (in float64) for one chunk of the computation."""
         part = copy.copy(self)
         part.frames = sl.stop - sl.start
-        for name in ("mw", "matrix", "quat", "euler", "aa", "loc", "scale"):
-            setattr(part, name, getattr(self, name)[sl])
+        part.mw = self.mw[sl]
+        for name in ("matrix", "quat", "euler", "aa", "loc", "scale"):
+            setattr(part, name, getattr(self, name)[sl].astype(np.float64))
         part.limbs = []
         for lb in self.limbs:
             c = copy.copy(lb)
             c.weights = lb.weights[sl] if lb.weights is not None else None
             c.targets = lb.targets[sl] if lb.targets is not None else None
             c.poles = lb.poles[sl] if lb.poles is not None else None
-            c.lock = {k: v[sl] for k, v in lb.lock.items()} if lb.lock is not None else None
             part.limbs.append(c)
         return part
 
-    def _stage(self) -> _Staged:
-        """Every foot's target and the pelvis offset, frame by frame (before the pelvis's speed limit)."""
+    def _stage(self, start: int) -> _Staged:
+        """Every foot's plan and the pelvis offset on this chunk's frames (before the pelvis's speed limit);
+        `start`: the chunk's first row."""
         n = self.frames
-        mw = self.mw
-        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
-        base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor
-        world_scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
+        at = Placement(self.mw, self.floor)
         world, frame = self._frames()
-
         feet = [lb for lb in self.limbs if lb.kind == "FOOT"]
+        step = np.broadcast_to(model.pelvis_step(max(lb.rest_length for lb in feet), at.scale, self.fps)
+                               if feet else np.inf, (n,))
+        if self.terrain is None or not feet:
+            return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step)
+        rays = Rays(self.terrain)
         window = np.zeros(n)
-        if self.pelvis >= 0 and feet and self.terrain is not None:
-            leg_body = max(lb.rest_length for lb in feet) * world_scale
-            window = self._body_ground(world, up, base, leg_body)
-        plans, floors = [], []
-        for lb in feet:
-            if self.terrain is not None:
-                plan, floor = self._plan_foot(lb, frame, world, up, base, world_scale, window)
-                plans.append((lb, *plan))
-                floors.append(floor)
-        offset = np.zeros(n)
-        moved = np.zeros(n, dtype=bool)
-        if self.pelvis >= 0 and plans:
-            # `plant.plant_rig`: the mean of the feet's support (the terrain under the body where unplanned).
-            support = np.mean([np.where(p[1], p[-1], window) for p in plans], 0)
-            offset, moved = self._reach_drop([p[:-1] for p in plans], support, up)
-        step = pelvis_step(max(lb.rest_length for lb in feet), world_scale, self.fps) if feet else np.inf
-        return _Staged(plans, floors, offset, moved, np.broadcast_to(step, (n,)))
+        if self.pelvis >= 0:
+            # The ground under the body first: the feet look for the terrain around its height, so a clip that
+            # walks far up a slope or a flight of stairs still finds the ground under every step.
+            leg_body = max(lb.rest_length for lb in feet) * at.scale
+            window = model.body_ground(rays, world[:, self.slot[self.pelvis], :3, 3], at, leg_body)
+        plans = [(lb, model.plan_foot(self._foot(lb, world, frame, start), at, rays, window, self.fps)) for lb in feet]
+        offset, moved = np.zeros(n), np.zeros(n, dtype=bool)
+        if self.pelvis >= 0:
+            # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
+            # under the body where a foot is not planned), lowered where a leg could not reach.
+            support = np.mean([np.where(p.planned, p.support, window) for _lb, p in plans], 0)
+            offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
+        return _Staged(plans, offset, moved, step)
 
-    def _finish(self, staged: _Staged) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
-        """The pelvis moved by its offset and every limb solved (`plant_rig`'s solves)."""
+    def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
+        """A foot limb's pose and settings as `model.plan_foot` reads them."""
+        s = self.slot
+        end_frame = frame[:, s[lb.end]]
+        joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [world[:, s[lb.end], :3, 3]]
+        soles = [xform(end_frame, lb.heel)]
+        if lb.toe >= 0:
+            soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
+        return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
+                    self.locks(lb, start, self.frames))
+
+    def _finish(self, staged: _Staged) -> Channels:
+        """The pelvis moved by its offset and every limb solved."""
         n = self.frames
         mw = self.mw
-        up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
+        up = Placement(mw, self.floor).up
         _world, frame = self._frames()
         rots = self._rotations()
         arm = self.arm
-        plans, offset, moved = staged.plans, staged.offset, staged.moved
+        offset, moved = staged.offset, staged.moved
         shift = up * offset[:, None] if self.pelvis >= 0 else np.zeros((n, 3))
-
-        out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        out: Channels = {}
         pbs = self.obj.pose.bones
         if self.pelvis >= 0:
             p = self.slot[self.pelvis]
@@ -738,9 +239,8 @@ class BatchRig:
             local = np.einsum("nij,nj->ni", affine_inv(parent)[:, :3, :3], arm_delta)
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
-
-        for lb, planned, target, rotation, _hip, _leg, _e, _s in plans:
-            self._solve(lb, frame, rots, shift, target, rotation, planned, out, soft=True)
+        for lb, plan in staged.plans:
+            self._solve(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
         for lb in self.limbs:
             if lb.kind == "FOOT" or lb.targets is None:
                 continue
@@ -768,267 +268,22 @@ class BatchRig:
         return np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
                          for j, m in enumerate(self.modes)], 1)
 
-    def _plan_foot(self, lb: _Limb, frame, world, up, base, world_scale, window):  # type: ignore[no-untyped-def]
-        s = self.slot
-        f0, f1 = frame[:, s[lb.chain[0]]], frame[:, s[lb.chain[1]]]
-        hip, knee = f0[:, :3, 3], f1[:, :3, 3]
-        ankle = world[:, s[lb.end], :3, 3]
-        leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
-        leg = np.maximum(leg, 1e-12)
-        ext = np.linalg.norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
-        reach = lb.ray_length * world_scale if lb.ray_length > 0.0 else leg
-        end_frame = frame[:, s[lb.end]]
-        soles = [xform(end_frame, lb.heel)]
-        if lb.toe >= 0:
-            soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
-        heights = np.stack([np.einsum("ni,ni->n", p - base, up) for p in soles], 1)
-        lifted = np.maximum(0.0, heights.min(1))  # `plant._plan_foot`
-        arc = None
-        anchored = np.zeros(self.frames, dtype=bool)  # the ground (almost) wholly from the contacts around
-        w_all, ground_support = np.zeros(self.frames), np.zeros(self.frames)
-        lk = lb.lock
-        if lk is not None and (lk["weight"].any() or lk["down"].any() or lk["offset"].any() or lk["rise"].any()):
-            # Foot locking (`plant._plan_foot`): to the lock point in a contact, by the carried correction
-            # between contacts, and the sole down onto the ground.
-            pinned = lk["weight"] > 0.0
-            d = np.where(pinned[:, None], xform(self.mw, lk["point"]) - ankle,
-                         np.einsum("nij,nj->ni", self.mw[:, :3, :3], lk["offset"]))
-            move = d - up * np.einsum("ni,ni->n", d, up)[:, None]
-            ankle = ankle + move
-            soles = [p + move for p in soles]
-            heights = heights * (1.0 - lk["down"])[:, None] + (lk["rise"] * world_scale)[:, None]
-        clearance = np.maximum(0.0, heights.min(1))
-        lift = up * window[:, None]
-        under = self._cast(ankle + lift, reach, up)
-        planned = under.hit
-        ground = under.height - np.einsum("ni,ni->n", base, up)
-        if lk is not None and (lk["w0"].any() or lk["w1"].any()):
-            # `plant._plan_foot`: the ground height from the contacts around.
-            blended = np.zeros(self.frames)
-            used = np.zeros(self.frames)
-            for key in ("0", "1"):
-                w = lk["w" + key]
-                at = xform(self.mw, lk["a" + key])  # the ray from the contact's own height, whatever the foot's
-                p = at - up * np.einsum("ni,ni->n", at - ankle, up)[:, None]
-                hit = self._cast(at + lift, reach, up)
-                ok = hit.hit & (w > 0.0)
-                hh = hit.height - np.einsum("ni,ni->n", base, up)
-                blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
-                used += np.where(ok, w, 0.0)
-                if key == "0":
-                    ga = np.where(ok, hh, np.nan)
-                    pa = p
-                else:
-                    gb = np.where(ok, hh, np.nan)
-                    pb = p
-            ground = blended + (1.0 - used) * ground
-            anchored = used >= ANCHORED - 1e-9
-            w_all, ground_support = lk["w0"] + lk["w1"], ground.copy()
-            two = (lk["w0"] > 0.0) & (lk["w1"] > 0.0) & (used >= 1.0 - 1e-9)
-            if two.any():
-                arc = self._swing_line(two, pa, pb, ga, gb, lk["w1"], lk["gap"], ankle, soles, up, base, leg)
-        tilt = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1))
-        if lb.align:
-            contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
-            normal = np.where(planned[:, None], under.normal, up)
-            full = q_between(up, normal)
-            angle = 2.0 * np.arccos(np.clip(np.abs(full[:, 0]), 0.0, 1.0))
-            allowed = np.minimum(angle, lb.max_align)
-            frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
-            tilt = qslerp(np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (self.frames, 1)), full, frac)
-        target = ankle + up * np.where(planned, ground, 0.0)[:, None]
-        def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            """`plant._plan_foot`'s deficits: (N, sole points), -inf where a ray missed; with the clearance,
-            without it (what the sole points need over the terrain right under them), and what they need to
-            touch it."""
-            deficits, bare, touching = [], [], []
-            for p, h in zip(soles, heights.T):
-                m = target + qrot(turn, p - ankle)
-                below = self._cast(m, reach, up)  # m is already at the ground's height
-                bh = below.height - np.einsum("ni,ni->n", base, up)
-                extra = 0.0
-                if lk is not None and lk["swing"].any():
-                    # `plant._plan_foot`: a lifted foot keeps clear of the terrain around it.
-                    rest = lb.rest_length * world_scale
-                    rise = self._clearance(m, up, rest) - np.einsum("ni,ni->n", base, up) - bh
-                    gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk["free"])
-                    extra = lk["swing"] * gate * clearance_extra(rise, rest)
-                need = bh + np.maximum(0.0, h) - np.einsum("ni,ni->n", m - base, up)
-                deficits.append(np.where(below.hit, need + extra, -np.inf))
-                bare.append(np.where(below.hit, need, -np.inf))
-                touching.append(np.where(below.hit, bh - np.einsum("ni,ni->n", m - base, up), -np.inf))
-            return np.stack(deficits, 1), np.stack(bare, 1), np.stack(touching, 1)
+    def _pole(self, lb: LimbSpec, shift: np.ndarray, pole_shift: bool) -> Optional[np.ndarray]:
+        """The limb's pole per frame (world; a pelvis move carries a leg's), or None: the knee then stays
+        closest to its animated place."""
+        if lb.poles is not None:
+            return lb.poles + (shift if pole_shift else 0.0)
+        if lb.pole_bone >= 0:
+            return xform(self.mw, self.arm[:, self.slot[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
+        return None
 
-        turn = tilt
-        found, bare, touching = needs(turn)
-        if len(soles) > 1:
-            # `plant._toe_pitch`: a foot in the air turns toe-up rather than lift its ankle for its toe.
-            loose = (lk["weight"] == 0.0) & (lk["pitch"] > 0.0) if lk is not None else np.ones(self.frames, dtype=bool)
-            pitch, has = _toe_pitch(qrot(tilt, soles[0] - ankle), qrot(tilt, soles[-1] - ankle),
-                                    found[:, 0], found[:, -1], up, lk["pitch"] if lk is not None else 1.0)
-            sel = loose & has
-            if sel.any():
-                turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
-                found, bare, touching = needs(turn)
-        best = np.max(found, 1)
-        if arc is not None:
-
-            # `plant._plan_foot`: in mid-swing each sole point keeps its height above the swing's line.
-            idx, start, direction, plen, h0, h1, raise_, ramp = arc
-            overs = []
-            for p, h in zip(soles, heights.T):
-                m = (target + qrot(turn, p - ankle))[idx]
-                x = np.einsum("ni,ni->n", m - start, direction) / plen  # `plant.SwingLine.height`
-                line = h0 + (h1 - h0) * x + raise_
-                overs.append(line + np.maximum(0.0, h[idx]) - np.einsum("ni,ni->n", m - base[idx], up[idx]))
-            over = np.max(np.stack(overs, 1), 1)
-            under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-            free = lk["free"][idx] if lk is not None else 0.0  # `Lock.free`
-            w = ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
-            best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
-        floor = np.max(bare, 1)  # `plant._plan_foot`'s floor: the sole points their height over the terrain under them
-        touch = np.max(touching, 1)  # and touching it
-        target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
-        rotation = qmul(turn, mat_to_quat(end_frame))
-        # `plant._plan_foot`'s support: the ground from the contacts around, lowered as the foot is lowered
-        # under its animated height (the hover it carries between contacts), faded into the terrain under the
-        # body without contacts around.
-        held = np.minimum(1.0, w_all)
-        lowered = np.where(lk["weight"] > 0.0, lifted, -lk["rise"] * world_scale) if lk is not None else 0.0
-        support = held * (ground_support - lowered) + (1.0 - held) * window
-        down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)  # `plant._plan_foot`
-        pinned = ~planned | ~np.isfinite(best) | ~anchored | down
-        pinned |= lk["weight"] > 0.0 if lk is not None and lb.use_lock else True
-        return (planned, target, rotation, hip, leg, ext, support), (best, floor, touch, pinned, leg)
-
-    def _cast(self, points: np.ndarray, reach: np.ndarray, up: np.ndarray):  # type: ignore[no-untyped-def]
-        """Down-rays grouped by the armature's up axis (one group unless the armature turns)."""
-        assert self.terrain is not None
-        from .heightfield import DownHits
-
-        reach = np.broadcast_to(reach, (len(points),))
-        if np.all(up == up[0]):  # the usual case: the armature does not turn
-            return self.terrain.down_rays(up[0]).cast(points, reach)
-        uniq, inv = np.unique(np.round(up, 12), axis=0, return_inverse=True)
-        hit = np.zeros(len(points), dtype=bool)
-        height = np.full(len(points), np.nan)
-        normal = np.full((len(points), 3), np.nan)
-        for g, u in enumerate(uniq):
-            sel = np.flatnonzero(inv.ravel() == g)
-            r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
-            hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
-        return DownHits(hit, height, normal)
-
-    def _clearance(self, points: np.ndarray, up: np.ndarray, leg: np.ndarray) -> np.ndarray:
-        """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
-        and leg length."""
-        assert self.terrain is not None
-        leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
-        if np.all(up == up[0]) and np.all(leg == leg[0]):  # the usual case: one field for every row
-            return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
-        out = np.full(len(points), -np.inf)
-        keys = np.column_stack((np.round(up, 12), leg))  # `Terrain.clearance` rounds them for its cache
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        for g, key in enumerate(uniq):
-            sel = np.flatnonzero(inv.ravel() == g)
-            out[sel] = self.terrain.clearance(key[:3], float(key[3])).height(points[sel])
-        return out
-
-    def _swing_line(self, rows, a, b, ga, gb, t, gap, ankle, soles, up, base, leg):  # type: ignore[no-untyped-def]
-        """`plant._swing_line` for the frames in `rows` whose ends hit the terrain: (rows' indices, start,
-        direction, length, h0, h1, lift, ramp), one entry per row."""
-        from .plant import ARC_PATH, ARC_SAMPLES, ARC_WIDTH, arc_ramp, arc_window
-
-        path = b - a
-        plen = np.linalg.norm(path, axis=1)
-        idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
-        a, ga, gb, t, plen = a[idx], ga[idx], gb[idx], t[idx], plen[idx]
-        path, u, lg = path[idx], up[idx], leg[idx]
-        direction = path / plen[:, None]
-        along = np.stack([np.einsum("ni,ni->n", p[idx] - ankle[idx], direction) for p in soles], 1)
-        front = np.maximum(0.0, along.max(1)) / plen  # `plant._swing_line`: the foot's extent along the path
-        back = np.maximum(0.0, -along.min(1)) / plen
-        here = np.clip(np.einsum("ni,ni->n", ankle[idx] - a, direction) / plen, 0.0, 1.0)
-        width = ARC_WIDTH * lg
-        base_h = np.einsum("ni,ni->n", base[idx], u)
-        # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
-        top = np.maximum(ga, gb) + lg
-        rc = np.abs(gb - ga) + 2.0 * lg
-        need = np.zeros(len(idx))
-        for k in range(1, ARC_SAMPLES + 1):
-            tau = k / (ARC_SAMPLES + 1)
-            near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)
-            q = a + path * tau
-            line = ga + (gb - ga) * tau  # the line at the sample's own place
-            start = q + u * (base_h + top - rc - np.einsum("ni,ni->n", q, u))[:, None]  # rays from `top` down
-            hit = self._cast(start, rc, u)
-            hh = hit.height - base_h
-            need = np.where(hit.hit & (near > 0.0), np.maximum(need, (hh - line) * near), need)
-        return idx, a, direction, plen, ga, gb, need, arc_ramp(t, gap[idx], self.fps) * smoothstep(plen / (ARC_PATH * lg))
-
-    def _body_ground(self, world, up, base, leg):  # type: ignore[no-untyped-def]
-        """`plant._body_ground` over all frames (0 where the disk misses the terrain)."""
-        n = self.frames
-        assert self.terrain is not None
-        centre = world[:, self.slot[self.pelvis], :3, 3]
-        radius = BODY_RADIUS * leg
-        side = np.empty((n, 3))
-        if np.all(up == up[0]):
-            side[:] = Vector(up[0]).orthogonal().normalized()
-        else:
-            for i in range(n):
-                side[i] = Vector(up[i]).orthogonal().normalized()
-        fwd = np.cross(up, side)
-        samples = [centre]
-        for ring in (1, 2, 3):
-            r = radius * ring / 3.0
-            for k in range(12):
-                a = 2.0 * math.pi * (k + 0.5 * ring) / 12.0
-                samples.append(centre + (side * math.cos(a) + fwd * math.sin(a)) * r[:, None])
-        pts = np.stack(samples, 1)  # (N, 37, 3)
-        m = pts.shape[1]
-        ups = np.repeat(up, m, axis=0)
-        flat = pts.reshape(-1, 3)
-        h = np.einsum("ni,ni->n", flat, ups)
-        if np.all(up == up[0]):
-            low, high = self.terrain.extent(up[0])
-            reach = np.maximum(np.abs(high - h), np.abs(h - low)) + np.repeat(leg, m)
-        else:
-            ext = np.array([self.terrain.extent(u) for u in ups])
-            reach = np.maximum(np.abs(ext[:, 1] - h), np.abs(h - ext[:, 0])) + np.repeat(leg, m)
-        hits = self._cast(flat, reach, ups)
-        hh = hits.height.reshape(n, -1) - np.einsum("ni,ni->n", base, up)[:, None]
-        got = hits.hit.reshape(n, -1)
-        count = got.sum(1)
-        return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)
-
-    def _reach_drop(self, plans, window, up):  # type: ignore[no-untyped-def]
-        """`plant.soft_reach_drop` over all frames: (offset, whether the pelvis moves)."""
-        from .plant import SOFT_LOOSE, SOFT_REACH, SOFT_STEPS
-
-        drops = [self._reach_drop_at(plans, window, up, SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE))
-                 for k in range(SOFT_STEPS)]
-        return sum(d[0] for d in drops) / len(drops), drops[0][1]
-
-    def _reach_drop_at(self, plans, window, up, tighten):  # type: ignore[no-untyped-def]
-        """`plant._reach_drop` over all frames: (offset, whether the pelvis moves)."""
-        any_plan = np.zeros(self.frames, dtype=bool)
-        offset = window.copy()
-        for _lb, planned, target, _r, hip, lg, ext in plans:
-            any_plan |= planned
-            hp = hip + up * offset[:, None]
-            reach_l = (np.minimum(REACH_MARGIN, ext + EXT_SLACK) - tighten) * lg
-            d = target - hp
-            dl = np.linalg.norm(d, axis=1)
-            b = np.einsum("ni,ni->n", d, up)
-            disc = b * b - (dl * dl - reach_l * reach_l)
-            x = np.where(disc >= 0.0, -b - np.sqrt(np.maximum(disc, 0.0)), -b)
-            offset = np.where(planned & (dl > reach_l) & (x > 0.0), offset - x, offset)
-        return np.where(any_plan, offset, 0.0), any_plan
-
-    def _solve(self, lb: _Limb, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
+    def _solve(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
                pole_shift: bool = True) -> None:
-        """`solvers.solve_limb` (two bones, no limits) over the frames where the limb is `active`."""
+        """`solvers.solve_limb` over the frames where the limb is `active`: in closed form over all of them
+        for two bones without limits, frame by frame for any other chain."""
+        if self.scalar or not lb.closed_form:
+            self._solve_each(lb, frame, rots, shift, target, target_rot, active, out, soft, pole_shift)
+            return
         s = self.slot
         n = self.frames
         move = np.zeros((n, 4, 4))
@@ -1039,13 +294,9 @@ class BatchRig:
         r0, r1, r_end = rots[:, s[lb.chain[0]]], rots[:, s[lb.chain[1]]], rots[:, s[lb.end]]
         tip = end_frame[:, :3, 3]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
-        pole = None
-        if lb.poles is not None:
-            pole = lb.poles + (shift if pole_shift else 0.0)
-        elif lb.pole_bone >= 0:
-            pole = xform(self.mw, self.arm[:, s[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
+        pole = self._pole(lb, shift, pole_shift)
         if pole is None and lb.auto_pole:
-            pole = _fk_plane_pole(hip, knee, tip, end_frame, foot=lb.kind == "FOOT")
+            pole = model.fk_plane_pole(hip, knee, tip, end_frame, foot=lb.kind == "FOOT")
         assert lb.weights is not None
         weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
@@ -1085,7 +336,49 @@ class BatchRig:
         for b, q in ((lb.chain[0], q0), (lb.chain[1], q1), (lb.end, end_q)):
             self._emit(b, q, ok, out)
 
-    def _emit(self, bone: int, q: np.ndarray, written: np.ndarray, out) -> None:  # type: ignore[no-untyped-def]
+    def _solve_each(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
+                    pole_shift: bool) -> None:
+        """`solvers.solve_limb` frame by frame: chains of any length, IK limits (FABRIK, then CCD within
+        them), with the plan's targets."""
+        s, n = self.slot, self.frames
+        pole = self._pole(lb, shift, pole_shift)
+        assert lb.weights is not None
+        bones = list(lb.chain) + ([lb.end] if lb.end >= 0 else [])
+        quats = {b: rots[:, s[b]].copy() for b in bones}
+        written = np.zeros(n, dtype=bool)
+        for i in np.flatnonzero(active):
+            move = Matrix.Translation(Vector(shift[i]))
+            frames = [move @ Matrix(frame[i, s[b]]) for b in lb.chain]
+            if lb.end >= 0:
+                tip = move @ Vector(frame[i, s[lb.end], :3, 3])
+            else:
+                tip = frames[-1] @ Vector((0.0, lb.tail_length, 0.0))
+            pose = ChainPose(
+                frames=frames, rotations=[Quaternion(rots[i, s[b]]) for b in lb.chain],
+                tip_local=frames[-1].inverted_safe() @ tip, limits=list(lb.limits),
+                end_frame=move @ Matrix(frame[i, s[lb.end]]) if lb.end >= 0 else None,
+                end_rotation=Quaternion(rots[i, s[lb.end]]) if lb.end >= 0 else None, end_limits=lb.end_limits)
+            p: Optional[Vector] = Vector(pole[i]) if pole is not None else None
+            if p is None and lb.auto_pole and len(lb.chain) == 2:
+                hip, knee = frames[0].translation, frames[1].translation
+                end = np.array(pose.end_frame)[None] if pose.end_frame is not None else None
+                row = model.fk_plane_pole(np.array(hip)[None], np.array(knee)[None], np.array(tip)[None], end,
+                                          foot=lb.kind == "FOOT")[0]
+                p = Vector(row) if np.isfinite(row).all() else None
+            rot = Quaternion(target_rot[i]) if target_rot is not None else None
+            sol = solve_limb(pose, Vector(target[i]), pole=p, weight=float(lb.weights[i]),
+                             softness=self.softness if soft else 0.0, target_rotation=rot)
+            if sol.method == "fk":
+                continue  # weight 0 or a non-finite chain: the FK pose, nothing written
+            written[i] = True
+            for b, q in zip(lb.chain, sol.rotations):
+                quats[b][i] = tuple(q)
+            if lb.end >= 0 and sol.end_rotation is not None:
+                quats[lb.end][i] = tuple(sol.end_rotation)
+        for b in bones:
+            self._emit(b, quats[b], written, out)
+
+    def _emit(self, bone: int, q: np.ndarray, written: np.ndarray, out: Channels) -> None:
         """Channel values in the bone's own rotation mode, continuous with the FK value it replaces."""
         j = self.slot[bone]
         mode = self.modes[j]
@@ -1105,3 +398,24 @@ class BatchRig:
             for i in np.flatnonzero(written):
                 vals[i] = Quaternion(q[i]).to_euler(mode, Euler(self.euler[i, j]))
             out[(name, "rotation_euler")] = (vals, written)
+
+
+def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Optional[bpy.types.Depsgraph],
+                frame: float, fps: float, carried: Optional[Carried] = None) -> RigResult:
+    """Live preview's fallback: the same computation over one frame, read from `depsgraph` (a render's or
+    the viewport's; None reads the original object, which the active depsgraph keeps evaluated), written
+    into the original bones. The pelvis's speed limit and the feet's smoothing need every frame: `carried`
+    is what they did to this frame when the frame cache was last built (none: this frame's own plan)."""
+    result = RigResult()
+    if not has_limbs(obj):
+        return result
+    rig = BatchRig(obj, terrain, 1, frame, fps)
+    src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    rig.read(0, src, (lambda o: o.evaluated_get(depsgraph)) if depsgraph is not None else None)
+    out = rig.compute(carried=carried)
+    bones = obj.pose.bones
+    for (name, prop), (values, written) in out.items():
+        if written[0]:
+            setattr(bones[name], prop, tuple(float(v) for v in values[0]))
+            result.written.append(name)
+    return result

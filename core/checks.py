@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import bpy
+import numpy as np
 from mathutils import Vector
 
-from ..properties import settings
+from .model import Rays
+from .rig import settings, up_axis
 
 # Longest frame range Plant Feet samples at once (contacts are detected on every frame): 70 minutes at 24 fps.
 MAX_PLANT_FRAMES = 100_000
@@ -135,9 +138,46 @@ def limb_error(obj: bpy.types.Object, limb: Any) -> Optional[str]:
     return None
 
 
-def chain_is_line(obj: bpy.types.Object, limb: Any) -> bool:
-    """Cheap per-frame form of `limb_error` for live preview: a broken limb is skipped, never solved."""
+def limb_is_usable(obj: bpy.types.Object, limb: Any) -> bool:
+    """Its bones exist and are a parent-child line (`limb_error`): a broken limb is skipped, never solved."""
     return limb_error(obj, limb) is None
+
+
+@dataclass
+class Channel:
+    """A channel Contact IK writes: a bone's rotation in its own mode, or the pelvis's location."""
+
+    bone: str
+    prop: str  # rotation_quaternion, rotation_euler, rotation_axis_angle or location
+    size: int
+
+    @property
+    def data_path(self) -> str:
+        import bpy
+
+        return f'pose.bones["{bpy.utils.escape_identifier(self.bone)}"].{self.prop}'
+
+
+def driven_channels(obj: bpy.types.Object) -> list[Channel]:
+    """The channels Contact IK writes on `obj`: chain and end bone rotations, and the pelvis location."""
+    s = settings(obj)
+    bones = obj.pose.bones
+    names: list[str] = []
+    for limb in s.limbs:
+        if limb.enabled and limb_is_usable(obj, limb):
+            names += [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
+    out = []
+    for name in dict.fromkeys(names):
+        mode = bones[name].rotation_mode
+        if mode == "QUATERNION":
+            out.append(Channel(name, "rotation_quaternion", 4))
+        elif mode == "AXIS_ANGLE":
+            out.append(Channel(name, "rotation_axis_angle", 4))
+        else:
+            out.append(Channel(name, "rotation_euler", 3))
+    if s.body_follow and s.pelvis_bone in bones and any(lb.kind == "FOOT" for lb in s.limbs if lb.enabled):
+        out.append(Channel(s.pelvis_bone, "location", 3))
+    return out
 
 
 def rig_error(obj: bpy.types.Object) -> Optional[str]:
@@ -212,19 +252,18 @@ def terrain_scene_error(objs: list[bpy.types.Object], scene: bpy.types.Scene) ->
 
 
 def feet_over_terrain(obj: bpy.types.Object, s: Any, terrain: Any) -> bool:
-    """True when some foot has terrain straight below or above it at the current frame (or there are no feet)."""
-    from .plant import floor_point, terrain_height, up_axis
-
+    """True when some foot has terrain straight below or above it at the current frame (or there are no feet),
+    by the ground model's own rays (`model.Rays`)."""
     feet = [lb for lb in s.limbs if lb.enabled and lb.kind == "FOOT" and limb_error(obj, lb) is None]
     if not feet:
         return True
-    up = up_axis(obj)
-    base = floor_point(obj, s.floor_height)
+    up = np.array(up_axis(obj))
     low, high = terrain.extent(up)
+    rays = Rays(terrain)
     for limb in feet:
-        ankle = obj.matrix_world @ obj.pose.bones[limb.end_bone].head
-        h = ankle.dot(up)
+        ankle = np.array(obj.matrix_world @ obj.pose.bones[limb.end_bone].head)
+        h = float(ankle @ up)
         reach = max(abs(high - h), abs(h - low)) + max(limb.length, 1e-6)
-        if terrain_height(terrain, ankle, up, base, reach) is not None:
+        if rays.cast(ankle[None], reach, up[None]).hit[0]:
             return True
     return False

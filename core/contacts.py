@@ -16,30 +16,31 @@ the terrain; between contacts the correction blends across the swing (`lock_at`)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from mathutils import Vector
 
-from ..properties import settings
-from .plant import heel_local, limb_is_usable, smoothstep
+from . import state
+from .checks import limb_is_usable
+from .model import LockTrack, smoothstep
+from .rig import heel_local, settings
+from .tuning import (
+    BASELINE_WINDOW,
+    FADE,
+    FOOTPRINT_ANGLES,
+    LAND_HEIGHT,
+    LAND_SPEED,
+    LIFT_HEIGHT,
+    LIFT_SPEED,
+    MIN_CONTACT,
+    MIN_GAP,
+    PITCH_EASE,
+    SWING_EASE,
+)
 
 if TYPE_CHECKING:
     import bpy
-
-# Down: sole within LAND_HEIGHT x leg of the floor and slower than LAND_SPEED legs per second;
-# up again above LIFT_HEIGHT or faster than LIFT_SPEED.
-LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
-LAND_SPEED, LIFT_SPEED = 0.4, 0.8
-MIN_CONTACT = 0.08  # seconds
-MIN_GAP = 0.05  # seconds
-EASE = 0.2  # seconds
-FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
-SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
-PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
-BASELINE_WINDOW = 0.75  # seconds either side
-FOOTPRINT_ANGLES = 90  # orientations tried for a contact's footprint (over half a turn)
 
 
 def fps_of(scene: bpy.types.Scene) -> float:
@@ -92,19 +93,13 @@ def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
 def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
     """Per foot limb (by index): ankle positions (armature space), lowest sole height above the floor
     and the lowest sole point's speed, over frames [start, end] of the animation (live preview off)."""
-    from . import live
-
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
     n = end - start + 1
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
                "heel": np.empty((n, 3)), "toe": np.empty((n, 3))} for i, _lb in feet}
-    current = scene.frame_current
-    was_live = obj.name in live.live_rigs
-    live.live_rigs.discard(obj.name)
-    live.restore_for_edit(obj)
-    try:
+    with state.paused([obj], scene):
         heels = {i: heel_local(obj, lb.end_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
@@ -122,10 +117,6 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
                 d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
-    finally:
-        if was_live:
-            live.live_rigs.add(obj.name)
-        scene.frame_set(current)
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps
@@ -215,35 +206,6 @@ def footprint(heel: np.ndarray, toe: np.ndarray) -> tuple[tuple[float, ...], tup
     return back, front, float(0.5 * width[k])
 
 
-@dataclass(frozen=True)
-class Lock:
-    """What foot locking does to a foot on one frame: `weight` 1 pins the ankle (along the ground) to
-    `point`; otherwise the ankle is shifted by `offset` (along the ground). `down` 1 puts the sole on the
-    ground (in a contact); otherwise `rise` is added to the sole's height above the floor. Points,
-    offsets and `rise` in the armature's space and units."""
-
-    weight: float
-    point: Optional[Vector]
-    offset: Vector
-    down: float
-    rise: float
-    # Where the ground height for the foot comes from: lock points with weights (the rest, up to 1,
-    # from the ground under the ankle). A swinging foot follows the line between the ground it left
-    # and the ground it lands on, not every edge it passes over.
-    anchors: tuple[tuple[Vector, float], ...] = ()
-    # How much the foot keeps clear of the terrain around it (`heightfield.ClearanceField`): 0 in a
-    # contact, rising to 1 over SWING_EASE seconds after lift-off and falling back before landing.
-    swing: float = 0.0
-    # 0 within SWING_EASE of a contact, rising to 1 over the next SWING_EASE: there a foot the animation
-    # still has on its floor (a toe pivoting at lift-off) stays on the terrain; further away the clearance
-    # holds whatever the animation does.
-    free: float = 0.0
-    # How much a foot in the air may turn toe-up (`plant._toe_pitch`): 1 but for PITCH_EASE seconds
-    # around each contact, so the foot is back in its animated pitch when it lands.
-    pitch: float = 0.0
-    gap: float = 0.0  # frames from the contact before to the one after (0 unless between two)
-
-
 def swing_weight(since: Any, fps: float) -> Any:
     """`Lock.swing` from the frames since the nearest contact (floats or arrays)."""
     return smoothstep(np.asarray(since, dtype=np.float64) / max(3.0, SWING_EASE * fps))
@@ -260,68 +222,17 @@ def free_weight(since: Any, fps: float) -> Any:
     return smoothstep((np.asarray(since, dtype=np.float64) - ease) / ease)
 
 
-NO_LOCK = Lock(0.0, None, Vector((0.0, 0.0, 0.0)), 0.0, 0.0, pitch=1.0)
-
-
-def lock_at(limb: bpy.types.PropertyGroup, frame: float, fps: float, placed: Optional[list[Vector]] = None) -> Lock:
-    """Foot locking at `frame`. In a contact the ankle stays at the contact's lock point and the sole is
-    on the ground. Between two contacts the foot carries the correction it had at lift-off (along the
-    ground and in height) and blends it linearly, over the whole swing, into the one it needs at the
-    next landing, so no frame jumps and the change is spread as thin as the swing allows; before the
-    first and after the last contact the correction fades over FADE seconds. `placed`: the contacts'
-    lock points moved off step edges (`plant.placed_locks`), instead of their own."""
+def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: float,
+               placed: Optional[list[Vector]] = None) -> LockTrack:
+    """Foot locking for frames first..first+count-1 (`model.LockTrack`), computed contact by contact over
+    all frames at once. In a contact the ankle stays at the contact's lock point and the sole is on the
+    ground. Between two contacts the foot carries the correction it had at lift-off (along the ground and
+    in height) and blends it linearly, over the whole swing, into the one it needs at the next landing, so
+    no frame jumps and the change is spread as thin as the swing allows; before the first and after the
+    last contact the correction fades over FADE seconds. `placed`: the contacts' lock points moved off step
+    edges (`reader.placed_locks`), instead of their own. A contact listed first wins where two overlap."""
     if not limb.use_lock or not limb.contacts:
-        return NO_LOCK
-    fade = max(1.0, FADE * fps)
-    prev = nxt = None
-    spot = {}
-    for i, c in enumerate(limb.contacts):
-        spot[c.as_pointer()] = placed[i] if placed is not None else Vector(c.lock)
-        if c.start <= frame <= c.end:
-            p = spot[c.as_pointer()]
-            return Lock(1.0, p, Vector((0.0, 0.0, 0.0)), 1.0, 0.0, ((p, 1.0),))
-        if c.end < frame and (prev is None or c.end > prev.end):
-            prev = c
-        if c.start > frame and (nxt is None or c.start < nxt.start):
-            nxt = c
-    anchors: tuple[tuple[Vector, float], ...] = ()
-    since = min(frame - prev.end if prev is not None else math.inf, nxt.start - frame if nxt is not None else math.inf)
-    swing = float(swing_weight(since, fps)) if math.isfinite(since) else 0.0
-    free = float(free_weight(since, fps)) if math.isfinite(since) else 0.0
-    pitch = float(pitch_weight(since, fps)) if math.isfinite(since) else 1.0
-    gap = 0.0
-    if prev is not None and nxt is not None:
-        gap = float(max(1.0, nxt.start - prev.end))
-        t = min(1.0, max(0.0, (frame - prev.end) / gap))
-        a, b = spot[prev.as_pointer()], spot[nxt.as_pointer()]
-        offset = (a - Vector(prev.leave)).lerp(b - Vector(nxt.enter), t)
-        rise = -(prev.drop_out * (1.0 - t) + nxt.drop_in * t)
-        anchors = ((a, 1.0 - t), (b, t))
-    elif prev is not None:
-        a = spot[prev.as_pointer()]
-        k = float(smoothstep(1.0 - (frame - prev.end) / fade))
-        offset, rise = (a - Vector(prev.leave)) * k, -prev.drop_out * k
-        anchors = ((a, k),)
-    elif nxt is not None:
-        b = spot[nxt.as_pointer()]
-        k = float(smoothstep(1.0 - (nxt.start - frame) / fade))
-        offset, rise = (b - Vector(nxt.enter)) * k, -nxt.drop_in * k
-        anchors = ((b, k),)
-    else:
-        offset, rise = Vector((0.0, 0.0, 0.0)), 0.0
-    return Lock(0.0, None, offset, 0.0, rise, anchors, swing, free, pitch, gap)
-
-
-def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float,
-               placed: Optional[list[Vector]] = None) -> dict[str, np.ndarray]:
-    """`lock_at` for frames first..first+count-1, as arrays (weight, point, offset, down, rise, and the
-    ground anchors a0/w0, a1/w1), computed contact by contact over all frames at once."""
-    out = {"weight": np.zeros(count), "point": np.zeros((count, 3)), "offset": np.zeros((count, 3)),
-           "down": np.zeros(count), "rise": np.zeros(count), "a0": np.zeros((count, 3)), "w0": np.zeros(count),
-           "a1": np.zeros((count, 3)), "w1": np.zeros(count), "swing": np.zeros(count),
-           "free": np.zeros(count), "pitch": np.ones(count), "gap": np.zeros(count)}
-    if not limb.use_lock or not limb.contacts:
-        return out
+        return LockTrack.none(count)
     cs = list(limb.contacts)
     start = np.array([c.start for c in cs], dtype=np.float64)
     end = np.array([c.end for c in cs], dtype=np.float64)
@@ -359,21 +270,22 @@ def locks_over(limb: bpy.types.PropertyGroup, first: int, count: int, fps: float
     a1 = lock[n]
     pinned = inside >= 0
     i = np.maximum(inside, 0)
-    out["weight"] = np.where(pinned, 1.0, 0.0)
-    out["point"] = np.where(pinned[:, None], lock[i], 0.0)
-    out["offset"] = np.where(pinned[:, None], 0.0, offset)
-    out["down"] = np.where(pinned, 1.0, 0.0)
-    out["rise"] = np.where(pinned, 0.0, rise)
-    out["a0"] = np.where(pinned[:, None], lock[i], np.where((prev >= 0)[:, None] | (nxt >= 0)[:, None], a0, 0.0))
-    out["w0"] = np.where(pinned, 1.0, w0)
-    out["a1"] = np.where(pinned[:, None], 0.0, np.where(both[:, None], a1, 0.0))
-    out["w1"] = np.where(pinned, 0.0, w1)
     since = np.minimum(np.where(prev >= 0, f - end[p], np.inf), np.where(nxt >= 0, start[n] - f, np.inf))
     far = pinned | ~np.isfinite(since)
     since = np.where(np.isfinite(since), since, 0.0)
-    out["swing"] = np.where(far, 0.0, swing_weight(since, fps))
-    out["free"] = np.where(far, 0.0, free_weight(since, fps))
-    out["pitch"] = np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps)))
-    out["gap"] = np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0)
-    return out
+    return LockTrack(
+        weight=np.where(pinned, 1.0, 0.0),
+        point=np.where(pinned[:, None], lock[i], 0.0),
+        offset=np.where(pinned[:, None], 0.0, offset),
+        down=np.where(pinned, 1.0, 0.0),
+        rise=np.where(pinned, 0.0, rise),
+        from_point=np.where(pinned[:, None], lock[i], np.where((prev >= 0)[:, None] | (nxt >= 0)[:, None], a0, 0.0)),
+        from_weight=np.where(pinned, 1.0, w0),
+        to_point=np.where(pinned[:, None], 0.0, np.where(both[:, None], a1, 0.0)),
+        to_weight=np.where(pinned, 0.0, w1),
+        swing=np.where(far, 0.0, swing_weight(since, fps)),
+        free=np.where(far, 0.0, free_weight(since, fps)),
+        pitch=np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps))),
+        gap=np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0),
+    )
 

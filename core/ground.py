@@ -1,4 +1,5 @@
-"""The terrain as the feet see it: the evaluated meshes (modifiers applied) in one cached BVH tree.
+"""The terrain: the evaluated meshes (modifiers applied), cached, with the ground model's down-ray engine
+(`down_rays`, `heightfield.DownRays`) and a BVH tree, the independent ruler `metrics` measures with.
 
 The tree is built in world space from every mesh of the terrain (an object or a collection) and is
 rebuilt only when one of them changes: its geometry, its modifiers' result or its transform.
@@ -15,14 +16,16 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
+from .errors import UserError
+
 if TYPE_CHECKING:
     import bpy
 
 log = logging.getLogger(__name__)
 
 
-class TerrainError(ValueError):
-    """The terrain cannot be used; the message says how to fix it."""
+# The terrain cannot be used; the message says how to fix it.
+TerrainError = UserError
 
 
 @dataclass(frozen=True)
@@ -165,3 +168,4 @@ class TerrainCache:
 
     def reset(self) -> None:
         self._trees.clear()
+

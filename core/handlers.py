@@ -10,40 +10,12 @@ from typing import Any
 
 import bpy
 
-from .ground import TerrainCache
-
-
-class Caches:
-    """Per-session caches: terrain BVH trees and the live preview's per-rig pose memory."""
-
-    def __init__(self) -> None:
-        self.terrain = TerrainCache()
-        self.rigs: dict[str, Any] = {}
-        self.frames: dict[str, Any] = {}  # live preview's per-rig frame caches (`live.FrameCache`)
-        # Per rig: (first frame, per-frame change) made by the pelvis's speed limit when its frame cache was
-        # last built (`batch.pelvis_speed_limit`). The limit needs every frame, so live preview's frame-by-frame
-        # fallback, which runs while an edit's frame cache is rebuilt, applies the last one: exact when nothing
-        # it depends on changed (undo, redo, an edit elsewhere); otherwise the cache is back a moment later.
-        self.pelvis: dict[str, tuple[int, Any]] = {}
-        # Per rig: (first frame, per foot by limb index: the per-frame change) made by the smoothing of the
-        # feet between contacts (`batch.swing_smoothing`), kept and used the same way.
-        self.feet: dict[str, tuple[int, dict[int, Any]]] = {}
-
-    def reset(self) -> None:
-        self.terrain.reset()
-        self.rigs.clear()
-        self.frames.clear()
-        self.pelvis.clear()
-        self.feet.clear()
-
-
-caches = Caches()
+from . import live
+from .state import caches
 
 
 @bpy.app.handlers.persistent
 def contact_ik_load_post(*_args: Any) -> None:
-    from . import live
-
     caches.reset()
     live.sync_registry()
 
@@ -52,8 +24,6 @@ def contact_ik_load_post(*_args: Any) -> None:
 def contact_ik_save_pre(*_args: Any) -> None:
     """The file keeps the animation's values, not the IK: channels the animation does not key would
     otherwise be saved holding IK, which the next session would take for the animation."""
-    from . import live
-
     for name in list(caches.rigs):
         obj = bpy.data.objects.get(name)
         try:
@@ -66,8 +36,6 @@ def contact_ik_save_pre(*_args: Any) -> None:
 @bpy.app.handlers.persistent
 def contact_ik_save_post(*_args: Any) -> None:
     """After saving, the live rigs show their planted pose again."""
-    from . import live
-
     if live.live_rigs and bpy.context.scene is not None:
         live.on_frame_change(bpy.context.scene)
 
@@ -76,8 +44,6 @@ def contact_ik_save_post(*_args: Any) -> None:
 def contact_ik_undo_post(*_args: Any) -> None:
     """Undo and redo bring back older data: terrains and actions may differ from what the caches hold, and
     live preview may have been switched. The channel memory stays: a value still ours is still given back."""
-    from . import live
-
     caches.terrain.reset()
     caches.frames.clear()
     live.sync_registry()
@@ -86,8 +52,6 @@ def contact_ik_undo_post(*_args: Any) -> None:
 
 def _forget_removed() -> None:
     """Drop what is kept for armatures that no longer exist (deleted, or undone)."""
-    from . import live
-
     names = {o.name for o in bpy.data.objects}
     for name in [n for n in live.live_rigs if n not in names]:
         live.live_rigs.discard(name)
@@ -98,8 +62,6 @@ def _forget_removed() -> None:
 
 @bpy.app.handlers.persistent
 def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
-    from . import live
-
     if not live.live_rigs:
         return
     if any(n not in bpy.data.objects for n in live.live_rigs):
@@ -109,8 +71,6 @@ def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) 
 
 @bpy.app.handlers.persistent
 def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph) -> None:
-    from . import live
-
     if live.writing:
         return  # Contact IK's own writes
     objects = bpy.data.objects
@@ -154,8 +114,6 @@ def register() -> None:
     for handler_list, fn in _handlers:
         if fn not in handler_list:
             handler_list.append(fn)
-    from . import live
-
     live.sync_registry()
 
 
@@ -163,8 +121,6 @@ def unregister() -> None:
     for handler_list, fn in _handlers:
         while fn in handler_list:
             handler_list.remove(fn)
-    from . import live
-
     # Disabled while previewing: the animation's values go back into every channel that still holds ours.
     for name in list(caches.rigs):
         obj = bpy.data.objects.get(name)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .tuning import CLEAR_RADIUS, CLEAR_SLOPE, CLEAR_SPACING, CLEAR_TILE
+
 _EDGE_EPS = 1e-9
 
 
@@ -130,11 +132,6 @@ class DownRays:
         return DownHits(hit, height, normal)
 
 
-# The clearance a swinging foot keeps (`ClearanceField`), relative to the leg length.
-CLEAR_SPACING = 0.02  # node spacing of its raster
-CLEAR_SLOPE = 0.5  # how steeply it falls away from what stands up (height per horizontal distance)
-CLEAR_RADIUS = 0.4  # how far from a rise the foot starts to clear it
-CLEAR_TILE = 64  # nodes along a tile's side: tiles are computed when a foot first comes near them
 
 
 class ClearanceField:

@@ -4,10 +4,12 @@ Idempotent: channels the animation does not key keep what we wrote on the previo
 does not reset them), so before solving we put back the animation's own values of every channel we
 wrote whose value is still ours. The pose at a frame is then the same however the frame was reached.
 
-Fast: when live preview turns on, the whole frame range is solved at once by the bake's vectorised
-path (`batch.py`) into a per-frame cache, and a frame change then only writes the cached channel
-values. Any edit (keys, pose, settings, terrain, targets) drops the cache; frames are then solved one
-by one (`plant_rig`) until it is rebuilt (after a short pause in the UI, or by `precompute`).
+Fast: when live preview turns on, the whole frame range is solved at once by the bake's computation
+(`batch.py`) into a per-frame cache, and a frame change then only writes the cached channel values. Any
+edit (keys, pose, settings, terrain, targets) drops the cache; each frame is then planted by the same
+computation over that one frame (`batch.plant_frame`), with what the pelvis's speed limit and the feet's
+smoothing did to it in the last cache, until the cache is rebuilt (after a short pause in the UI, or by
+`precompute`).
 """
 
 from __future__ import annotations
@@ -15,25 +17,33 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import bpy
 import numpy as np
 
-from ..properties import settings
-from . import checks
-from .ground import TerrainError, terrain_objects
-from .handlers import caches
-from .plant import RigResult, plant_rig
+from . import batch, checks, model
+from .batch import Carried, RigResult
+from .contacts import fps_of
+from .errors import UserError
+from .ground import terrain_objects
+from .reader import has_limbs
+from .rig import settings
+from .state import (  # noqa: F401  (live_rigs, Key and forget are part of live preview's interface)
+    PROPS,
+    FrameCache,
+    Key,
+    RigMemory,
+    caches,
+    forget,
+    live_rigs,
+    paused,
+    restore_animation_values,
+    restore_for_edit,
+)
 
 log = logging.getLogger(__name__)
 
-# Names of armature objects with live preview on (kept in step by the property's update and load_post).
-live_rigs: set[str] = set()
-
-Key = tuple[str, str]  # (bone, channel property)
-PROPS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle")
 # True while Contact IK itself writes and re-evaluates: its own updates must not drop the cache.
 writing = False
 # Solve whole frame ranges at once for fast scrubbing (tests switch it off to check the frame-by-frame path).
@@ -42,40 +52,6 @@ USE_FRAME_CACHE = True
 MAX_CACHE_FRAMES = 20_000
 # Inside `together`: the rigs whose frame cache is built when it ends (None outside).
 _deferred: Optional[set[str]] = None
-
-
-@dataclass
-class RigMemory:
-    """For each channel we wrote: the animation's values (fk) and the values we wrote (ours)."""
-
-    fk: dict[Key, tuple[float, ...]] = field(default_factory=dict)
-    ours: dict[Key, tuple[float, ...]] = field(default_factory=dict)
-    # The last cached frame written (cache, row), entered into fk/ours only when they are needed
-    # (`settle`): a cached frame change then costs no per-channel bookkeeping.
-    pending: Optional[tuple[FrameCache, int]] = None
-
-    def settle(self) -> None:
-        if self.pending is None:
-            return
-        cache, i = self.pending
-        self.pending = None
-        for key, arr in cache.values.items():
-            self.ours[key] = tuple(arr[i].tolist())
-            self.fk[key] = tuple(cache.fk[key][i].tolist())
-
-
-@dataclass
-class FrameCache:
-    """Solved channel values for every frame of [start, end], and the animation's values under them."""
-
-    start: int
-    end: int
-    values: dict[Key, np.ndarray]  # (frames, size) float32, what live preview writes
-    fk: dict[Key, np.ndarray]
-    # The same values grouped by property for `foreach_set`: prop -> (pose bone indices, (frames, bones, size)).
-    blocks: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    bone_count: int = 0
-    written: list[str] = field(default_factory=list)  # the bones written, sorted
 
 
 def _channels(pb: bpy.types.PoseBone) -> tuple[tuple[float, ...], ...]:
@@ -109,27 +85,6 @@ def sync_registry() -> None:
             live_rigs.add(obj.name)
 
 
-def restore_animation_values(obj: bpy.types.Object) -> bool:
-    """Put back the animation's values in channels that still hold ours; True if any changed."""
-    memory = caches.rigs.get(obj.name)
-    if not isinstance(memory, RigMemory):
-        return False
-    memory.settle()
-    changed = False
-    bones = obj.pose.bones
-    for (name, prop), ours in memory.ours.items():
-        pb = bones.get(name)
-        if pb is None:
-            continue
-        current = tuple(getattr(pb, prop))
-        if current == ours:
-            setattr(pb, prop, memory.fk[(name, prop)])
-            changed = True
-        else:
-            memory.fk[(name, prop)] = current  # the animation (or the user) set a new value
-    return changed
-
-
 def _memory(obj: bpy.types.Object) -> RigMemory:
     memory = caches.rigs.get(obj.name)
     if not isinstance(memory, RigMemory):
@@ -142,7 +97,7 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     s = settings(obj)
     error = checks.transform_error(obj) or checks.settings_error(obj)
     if error:
-        raise ValueError(error)
+        raise UserError(error)
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = _memory(obj)
     memory.settle()
@@ -151,18 +106,8 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     names = {b.bone for lb in s.limbs for b in lb.bones if b.bone} | {lb.end_bone for lb in s.limbs if lb.end_bone}
     names.add(s.pelvis_bone)
     before = {n: _channels(bones[n]) for n in names if n in bones}
-    shift = 0.0
-    delta = caches.pelvis.get(obj.name)  # the pelvis's speed limit as the last frame cache had it
-    if delta is not None:
-        i = depsgraph.scene.frame_current - delta[0]
-        if 0 <= i < len(delta[1]):
-            shift = float(delta[1][i])
-    feet = {}
-    smoothed = caches.feet.get(obj.name)  # the feet's smoothing between contacts, likewise
-    if smoothed is not None:
-        i = depsgraph.scene.frame_current - smoothed[0]
-        feet = {k: float(v[i]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
-    result = plant_rig(obj, s, terrain, depsgraph, pelvis_shift=shift, foot_shift=feet)
+    frame = depsgraph.scene.frame_current
+    result = batch.plant_frame(obj, terrain, depsgraph, frame, fps_of(depsgraph.scene), _carried(obj.name, frame))
     for name in set(result.written):
         after = _channels(bones[name])
         for prop, old, new in zip(PROPS, before[name], after):
@@ -170,6 +115,24 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
                 memory.fk[(name, prop)] = old
                 memory.ours[(name, prop)] = new
     return result
+
+
+def _carried(name: str, frame: int) -> Optional[Carried]:
+    """What the pelvis's speed limit and the feet's smoothing did to `frame` when the rig's frame cache was
+    last built (`state.caches.pelvis`, `state.caches.feet`): exact when nothing they depend on changed
+    since (undo, redo, an edit elsewhere); otherwise the cache is back a moment later. None: no cache yet."""
+    delta = caches.pelvis.get(name)
+    smoothed = caches.feet.get(name)
+    if delta is None and smoothed is None:
+        return None
+    pelvis = 0.0
+    if delta is not None and 0 <= frame - delta[0] < len(delta[1]):
+        pelvis = float(delta[1][frame - delta[0]])
+    feet = {}
+    if smoothed is not None:
+        i = frame - smoothed[0]
+        feet = {k: np.array([float(v[i])]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
+    return Carried(np.array([pelvis]), feet)
 
 
 def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
@@ -274,9 +237,6 @@ def together(scene: bpy.types.Scene) -> Iterator[None]:
 def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict[str, FrameCache]:
     """`precompute` for several rigs with one sweep of the frame range (every rig read on each frame);
     the caches built, by rig name (rigs the fast path does not cover are left out)."""
-    from . import batch
-    from .contacts import fps_of
-
     for obj in objs:
         caches.frames.pop(obj.name, None)
     if not USE_FRAME_CACHE:
@@ -290,7 +250,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
     todo = []
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in objs:
-        if obj.name not in live_rigs or plays_baked(obj) or batch.unsupported(obj) is not None:
+        if obj.name not in live_rigs or plays_baked(obj) or not has_limbs(obj):
             continue
         if checks.transform_error(obj) or checks.settings_error(obj):
             continue  # frame by frame, where a broken rig is reported
@@ -298,21 +258,20 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         terrain_objs = terrain_objects(s)
         try:
             terrain = caches.terrain.get(terrain_objs, depsgraph) if terrain_objs else None
-        except TerrainError:
+        except UserError:
             continue
         if terrain is None and any(lb.kind == "FOOT" and lb.enabled for lb in s.limbs):
             continue
         todo.append((obj, terrain))
     if not todo:
         return {}
-    saved_frame, saved_live = scene.frame_current, set(live_rigs)
+    saved_frame = scene.frame_current
     global writing
-    live_rigs.clear()  # nothing is planted while the range is swept
-    was_writing, writing = writing, True  # and what the sweep stirs up is ours, not an edit
+    was_writing, writing = writing, True  # what the sweep stirs up is ours, not an edit
     try:
-        try:
+        with paused():  # nothing is planted while the range is swept
             rigs = []
-            pad = batch.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
+            pad = model.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
             for obj, terrain in todo:
                 restore_for_edit(obj)
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
@@ -322,8 +281,6 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 for _obj, rig in rigs:
                     rig.read(i)
             outs = [(obj, rig, rig.compute()) for obj, rig in rigs]
-        finally:
-            live_rigs.update(saved_live)
         built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}
         scene.frame_set(saved_frame)  # with the caches in place: the current frame is planted from them
         if bpy.context.view_layer is not None:
@@ -333,18 +290,11 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         writing = was_writing
 
 
-def _store(obj: bpy.types.Object, rig: Any, out: dict, start: int, end: int) -> FrameCache:
-    from . import bake
-
-    values, fk = {}, {}
-    keep = slice(rig.context, rig.frames - rig.context)  # the rows read around the range are left out
-    fk_arrays = {"rotation_quaternion": rig.quat[keep], "rotation_euler": rig.euler[keep],
-                 "rotation_axis_angle": rig.aa[keep], "location": rig.loc[keep]}
-    for c in bake.driven_channels(obj):
-        key = (c.bone, c.prop)
-        base = fk_arrays[c.prop][:, rig.slot[rig.bone_index[c.bone]]]
-        values[key] = np.ascontiguousarray(out[key][0] if key in out else base, dtype=np.float32)
-        fk[key] = np.ascontiguousarray(base, dtype=np.float32)
+def _store(obj: bpy.types.Object, rig: batch.BatchRig, out: batch.Channels, start: int, end: int) -> FrameCache:
+    """The rig's frame cache from what `compute` wrote (`out`), and the changes carried for its fallback."""
+    both = rig.channel_values(out, checks.driven_channels(obj))
+    values = {key: np.ascontiguousarray(v, dtype=np.float32) for key, (v, _fk) in both.items()}
+    fk = {key: np.ascontiguousarray(base, dtype=np.float32) for key, (_v, base) in both.items()}
     index = {pb.name: k for k, pb in enumerate(obj.pose.bones)}
     blocks = {}
     for prop in PROPS:
@@ -401,7 +351,7 @@ def _rebuild() -> Optional[float]:
 
 
 def _disable(obj: bpy.types.Object, exc: Exception) -> None:
-    reason = str(exc) if isinstance(exc, (TerrainError, ValueError, KeyError)) else f"{type(exc).__name__}: {exc}"
+    reason = str(exc) if isinstance(exc, (UserError, ValueError, KeyError)) else f"{type(exc).__name__}: {exc}"
     print(f"Contact IK: live preview turned off for {obj.name!r}: {reason}")
     log.debug("live preview failure", exc_info=True)
     live_rigs.discard(obj.name)
@@ -422,14 +372,3 @@ def on_frame_change(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | Non
         print(f"Contact IK: live preview error: {type(exc).__name__}: {exc}")
 
 
-def restore_for_edit(obj: bpy.types.Object) -> None:
-    """Give back the animation's values in every channel that still holds ours and forget them (before a
-    limb is removed or changed, so no IK rotation is left behind in an un-keyed channel)."""
-    if restore_animation_values(obj) and bpy.context.view_layer is not None:
-        bpy.context.view_layer.update()
-    forget(obj.name)
-
-
-def forget(obj_name: str) -> Any:
-    caches.frames.pop(obj_name, None)
-    return caches.rigs.pop(obj_name, None)

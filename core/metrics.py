@@ -18,9 +18,13 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 from mathutils import Vector
 
-from ..properties import settings
-from .ground import Hit
-from .plant import heel_local, limb_is_usable, up_axis, world_scale
+from . import anim, bake, state
+from .checks import limb_is_usable
+from .contacts import fps_of
+from .errors import UserError
+from .ground import Hit, terrain_objects
+from .rig import heel_local, settings, up_axis, world_scale
+from .state import caches
 
 if TYPE_CHECKING:
     import bpy
@@ -192,8 +196,6 @@ def _angular(rotations: list[Any], fps: float) -> tuple[float, float]:
 
 def measure(obj: bpy.types.Object, ground: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
     """Metrics of `obj` as it plays over `frames` (whatever it plays: the source, live preview or a bake)."""
-    from .contacts import fps_of
-
     meter = Meter(obj, ground, fps_of(scene), frames[0])
     current = scene.frame_current
     for f in frames:
@@ -212,43 +214,21 @@ def source_floor(obj: bpy.types.Object) -> FlatGround:
 def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
     """The source animation's own figures (live preview off, the source action): hover, skate and pops on
     its own floor, penetration against `terrain` (what Contact IK fixes)."""
-    from . import anim, bake, live
-
     action = anim.action_of(obj)
     source = bake.source_of(action)
     slot = getattr(anim.slot_of(obj), "identifier", None)
-    was_live = obj.name in live.live_rigs
-    live.live_rigs.discard(obj.name)
-    live.restore_for_edit(obj)
-    if source is not None:
-        anim.assign(obj, source, slot)
-    try:
-        own = measure(obj, source_floor(obj), frames, scene)
-        on_terrain = measure(obj, terrain, frames, scene) if terrain is not None else own
-    finally:
-        if source is not None and action is not None:
-            anim.assign(obj, action, slot)
-        if was_live:
-            live.live_rigs.add(obj.name)
-        scene.frame_set(scene.frame_current)
+    with state.paused([obj], scene):
+        if source is not None:
+            anim.assign(obj, source, slot)
+        try:
+            own = measure(obj, source_floor(obj), frames, scene)
+            on_terrain = measure(obj, terrain, frames, scene) if terrain is not None else own
+        finally:
+            if source is not None and action is not None:
+                anim.assign(obj, action, slot)
     for m, t in zip(own, on_terrain):
         m.penetration_max, m.penetration_frames = t.penetration_max, t.penetration_frames
     return own
-
-
-def compare(ours: list[LimbMetrics], source: list[LimbMetrics]) -> list[dict[str, Any]]:
-    """Rows pairing each limb's metrics with the source's, and the pops ratios."""
-    by = {m.limb: m for m in source}
-    rows = []
-    for m in ours:
-        src = by.get(m.limb)
-        row: dict[str, Any] = {"ours": m.as_dict(), "source": src.as_dict() if src else None}
-        if src is not None:
-            for k in ("knee_velocity_max", "hip_velocity_max", "knee_acceleration_max", "hip_acceleration_max"):
-                base = getattr(src, k)
-                row[k + "_ratio"] = getattr(m, k) / base if base > 0 else float("nan")
-        rows.append(row)
-    return rows
 
 
 def length_text(scene: bpy.types.Scene, value: float) -> str:
@@ -266,9 +246,6 @@ def penetration_summary(objs: list[bpy.types.Object], scene: bpy.types.Scene, fr
     (live preview or a bake), on each rig's terrain; '' when no rig has feet and a terrain."""
     import bpy
 
-    from .ground import TerrainError, terrain_objects
-    from .handlers import caches
-
     worst: Optional[tuple[float, float]] = None
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for obj in objs:
@@ -277,7 +254,7 @@ def penetration_summary(objs: list[bpy.types.Object], scene: bpy.types.Scene, fr
             continue
         try:
             ground = caches.terrain.get(objects, depsgraph)
-        except TerrainError:
+        except UserError:
             continue
         for m in measure(obj, ground, frames, scene):
             if m.kind == "FOOT" and m.leg_length > 0.0:

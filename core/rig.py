@@ -14,9 +14,72 @@ from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import ChainPose, JointLimits, LimbSolution
 from ..solvers._types import components
+from . import anim
+from .errors import UserError
 
 if TYPE_CHECKING:
     import bpy
+
+    from ..properties import ContactIKSettings
+
+
+def settings(obj: bpy.types.Object) -> ContactIKSettings:
+    """The Contact IK settings of an object (`Object.contact_ik`)."""
+    return obj.contact_ik  # type: ignore[attr-defined,no-any-return]
+
+
+def up_axis(obj: bpy.types.Object) -> Vector:
+    """The armature's up axis in world space (its local Z)."""
+    return (obj.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0))).normalized()
+
+
+def floor_point(obj: bpy.types.Object, floor_height: float) -> Vector:
+    return obj.matrix_world @ Vector((0.0, 0.0, floor_height))
+
+
+def world_scale(obj: bpy.types.Object) -> float:
+    s = obj.matrix_world.to_scale()
+    return (abs(s.x) + abs(s.y) + abs(s.z)) / 3.0
+
+
+def heel_local(obj: bpy.types.Object, foot_bone: str, foot_offset: float) -> Vector:
+    """The heel (the sole point under the ankle at rest) in the foot bone's own frame."""
+    bone = obj.data.bones[foot_bone]
+    rest = bone.matrix_local
+    heel_arm = bone.head_local - Vector((0.0, 0.0, foot_offset))
+    return rest.inverted_safe() @ heel_arm
+
+
+def bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
+    """The limb's chain bones, root to tip (empty slots left out)."""
+    return [b.bone for b in limb.bones if b.bone]
+
+
+def rest_leg_length(obj: bpy.types.Object, names: list[str]) -> float:
+    """The chain's length at rest, in world units."""
+    bones = obj.data.bones
+    return sum(bones[n].length for n in names) * world_scale(obj)
+
+
+def anim_paths(obj: bpy.types.Object) -> list[str]:
+    """The data paths the object's action and drivers animate ('*' for NLA strips, which may animate anything)."""
+    ad = obj.animation_data
+    if ad is None:
+        return []
+    paths = [d.data_path for d in ad.drivers]
+    if ad.action is not None:
+        paths += [fc.data_path for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []]
+    if ad.nla_tracks:
+        paths.append("*")  # NLA strips may animate anything
+    return paths
+
+
+def object_moves(obj: bpy.types.Object) -> bool:
+    """True when something may change the armature object's own transform over time (its animation,
+    drivers, NLA, a parent or a constraint)."""
+    moving = ("location", "rotation_", "scale", "delta_")
+    return (obj.parent is not None or bool(obj.constraints)
+            or any(p == "*" or p.startswith(moving) for p in anim_paths(obj)))
 
 
 def scale_inverse(scale: Vector | Sequence[float]) -> Matrix:
@@ -72,7 +135,7 @@ def limits_of(pb: bpy.types.PoseBone) -> Optional[JointLimits]:
 
 def _pose_bones(obj: bpy.types.Object) -> bpy.types.bpy_prop_collection:
     if obj.pose is None:
-        raise ValueError(f"{obj.name!r} is not an armature: select the armature whose limbs to solve")
+        raise UserError(f"{obj.name!r} is not an armature: select the armature whose limbs to solve")
     return obj.pose.bones
 
 

@@ -7,15 +7,18 @@ animation), never from constants in metres, so rigs of any scale work untouched.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Optional
 
-from ..properties import settings
-from .plant import heel_local, limb_is_usable
+from . import checks, contacts, detect, state
+from .checks import limb_is_usable
+from .errors import UserError
+from .ground import terrain_objects
+from .rig import heel_local, settings
 
 if TYPE_CHECKING:
     import bpy
-
-    from . import detect
 
 
 def foot_offset_at_rest(obj: bpy.types.Object, foot: str, toe: str | None) -> float:
@@ -95,13 +98,13 @@ def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length:
     toe = ""
     if end_bone:
         if end_bone not in bones:
-            raise ValueError(f"No bone {end_bone!r} in {obj.name!r}")
+            raise UserError(f"No bone {end_bone!r} in {obj.name!r}")
         b = bones[end_bone].parent
         while b is not None and len(chain) < chain_length:
             chain.insert(0, b.name)
             b = b.parent
         if len(chain) < chain_length:
-            raise ValueError(f"{end_bone!r} has only {len(chain)} parent bone(s); a chain of {chain_length} is needed: "
+            raise UserError(f"{end_bone!r} has only {len(chain)} parent bone(s); a chain of {chain_length} is needed: "
                              "make the foot or hand bone active, or lower Chain Bones")
         if kind == "FOOT":
             toe = _toe_of(bones[end_bone])
@@ -129,13 +132,9 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 6
     start, end = scene.frame_start, scene.frame_end
     count = max(1, min(samples, end - start + 1))
     frames = sorted({round(start + (end - start) * i / max(1, count - 1)) for i in range(count)})
-    current = scene.frame_current
     lowest = None
-    from . import live
-
-    was_live = obj.name in live.live_rigs
-    live.live_rigs.discard(obj.name)
-    try:
+    # Read as the scene evaluates it (the channels keep what live preview last wrote; only keyed ones move).
+    with state.paused([obj], scene, restore=False):
         for f in frames:
             scene.frame_set(f)
             for limb in feet:
@@ -146,14 +145,66 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 6
                     zs.append(obj.pose.bones[limb.toe_bone].tail.z)
                 low = min(zs)
                 lowest = low if lowest is None else min(lowest, low)
-    finally:
-        if was_live:
-            live.live_rigs.add(obj.name)
-        scene.frame_set(current)
     return float(lowest) if lowest is not None else s.floor_height
 
 
-def describe_settings(obj: bpy.types.Object) -> str:
-    s = settings(obj)
-    return ", ".join(f"{lb.name} ({' > '.join(b.bone for b in lb.bones)})" for lb in s.limbs)
+def no_limbs_message(obj: bpy.types.Object) -> str:
+    return (f"No legs or arms found in {obj.name!r} by bone names or hierarchy (no limbs detected): add limbs by "
+            "hand in the Contact IK panel (for the command line: save the .blend with them, then bake that)")
 
+
+def ensure_limbs(obj: bpy.types.Object) -> str:
+    """The rig's limbs, detected when it has none (`apply_detection`); how they were found."""
+    if settings(obj).limbs:
+        return "from the file's settings"
+    found = detect.detect_limbs(detect.bones_from_armature(obj))
+    if not found:
+        raise UserError(no_limbs_message(obj))
+    apply_detection(obj, found)
+    return detect.describe(found)
+
+
+@dataclass
+class Prepared:
+    """What `prepare` found: the terrain built for the feet, how the limbs were found, and warnings."""
+
+    terrain: Any  # `ground.Terrain`
+    limbs: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy.types.Object] = None,
+            depsgraph: Optional[bpy.types.Depsgraph] = None) -> Prepared:
+    """Plant Feet's and the command line's set-up of a rig, in this order: its limbs (detected when it has
+    none), its terrain (`terrain`, a mesh that becomes the rig's Terrain once it is found usable, else the
+    one in its settings) checked and built, the animation's floor (with Auto Floor on) and the contacts
+    (detected when no foot has any). A refused rig (`UserError`) is left as it was, but for limbs detected."""
+    import bpy
+
+    s = settings(obj)
+    error = checks.rig_error(obj) or checks.range_error(scene.frame_start, scene.frame_end)
+    if error:
+        raise UserError(error)
+    limbs = ensure_limbs(obj)
+    error = checks.rig_error(obj)
+    if error:
+        raise UserError(error)
+    mesh, collection = (terrain if terrain is not None else s.terrain), s.terrain_collection
+    if mesh is None and collection is None:
+        raise UserError("No terrain: select the ground mesh too (Ctrl+click it), or set Terrain in the Contact IK panel")
+    objs = terrain_objects(SimpleNamespace(terrain=mesh, terrain_collection=collection))
+    if not objs:
+        raise UserError(f"The terrain collection {collection.name!r} holds no mesh: add the ground meshes to it, or "
+                        "select the ground mesh too (Ctrl+click it)")
+    error = checks.terrain_scene_error(objs, scene)
+    if error:
+        raise UserError(error)
+    ground = state.caches.terrain.get(objs, depsgraph or bpy.context.evaluated_depsgraph_get())
+    if terrain is not None:
+        s.terrain = terrain
+    warnings = checks.rig_warnings(obj)
+    if s.auto_floor:
+        s.floor_height = detect_floor(obj, scene)
+    if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
+        contacts.detect_contacts(obj, scene)
+    return Prepared(ground, limbs, warnings)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import bpy
 
 from ..core import checks, live, setup
-from ..core.ground import TerrainError, terrain_objects
-from ..core.handlers import caches
+from ..core.errors import UserError
 from ..properties import settings
 
 
@@ -41,8 +39,7 @@ class CONTACT_IK_OT_detect_limbs(bpy.types.Operator):
         obj = context.active_object
         found = detect.detect_limbs(detect.bones_from_armature(obj))
         if not found:
-            self.report({"ERROR"}, f"No legs or arms found in {obj.name!r} by bone names or hierarchy: "
-                                   "add limbs by hand in the Contact IK panel")
+            self.report({"ERROR"}, setup.no_limbs_message(obj))
             return {"CANCELLED"}
         setup.apply_detection(obj, found)
         self.report({"INFO"}, "Found " + detect.describe(found).replace("\n", "; "))
@@ -70,50 +67,15 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
                                    "holds the IK: click Back to Source Action to plant the source again")
             return {"CANCELLED"}
         scene = context.scene
-        # Checked before limbs are detected, so a refusal changes nothing; detected limbs are checked too.
-        error = checks.rig_error(obj) or checks.range_error(scene.frame_start, scene.frame_end)
-        if not error and not s.limbs:
-            from ..core import detect
-
-            found = detect.detect_limbs(detect.bones_from_armature(obj))
-            if not found:
-                self.report({"ERROR"}, f"No legs or arms found in {obj.name!r} by bone names or hierarchy: "
-                                       "add limbs by hand in the Contact IK panel")
-                return {"CANCELLED"}
-            setup.apply_detection(obj, found)
-            error = checks.rig_error(obj)
-        if error:
-            self.report({"ERROR"}, error)
-            return {"CANCELLED"}
         picked = [o for o in context.selected_objects if o.type == "MESH" and o is not obj]
-        terrain, collection = (picked[0] if picked else s.terrain), s.terrain_collection
-        if terrain is None and collection is None:
-            self.report({"ERROR"}, "No terrain: select the ground mesh too (Ctrl+click it), or set Terrain "
-                                   "in the Contact IK panel")
-            return {"CANCELLED"}
-        objs = terrain_objects(SimpleNamespace(terrain=terrain, terrain_collection=collection))
-        if not objs:
-            self.report({"ERROR"}, f"The terrain collection {collection.name!r} holds no mesh: add the ground meshes to "
-                                   "it, or select the ground mesh too (Ctrl+click it)")
-            return {"CANCELLED"}
         try:
-            error = checks.terrain_scene_error(objs, scene)
-            if error:
-                raise TerrainError(error)
-            ground = caches.terrain.get(objs, context.evaluated_depsgraph_get())
-        except TerrainError as exc:
+            prepared = setup.prepare(obj, scene, picked[0] if picked else None, context.evaluated_depsgraph_get())
+        except UserError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if picked:
-            s.terrain = picked[0]
-        for warning in checks.rig_warnings(obj):
+        ground = prepared.terrain
+        for warning in prepared.warnings:
             self.report({"WARNING"}, warning)
-        if s.auto_floor:
-            s.floor_height = setup.detect_floor(obj, scene)
-        if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
-            from ..core import contacts
-
-            contacts.detect_contacts(obj, scene)
         s.live_preview = True
         results = live.refresh(scene)
         if obj.name not in results:
@@ -166,7 +128,7 @@ class CONTACT_IK_OT_limb_add(bpy.types.Operator):
         active = context.active_pose_bone if context.mode == "POSE" else None
         try:
             limb = setup.add_limb(obj, self.kind, active.name if active is not None else "", self.chain_length)
-        except ValueError as exc:
+        except UserError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         chain = " > ".join([b.bone for b in limb.bones] + [limb.end_bone]) if limb.end_bone else "pick its bones below"
@@ -290,11 +252,9 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         return job
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        from ..core import bake
-
         try:
             job = self._make_job(context)
-        except bake.BakeError as exc:
+        except UserError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         return self._finish(job)
@@ -315,11 +275,9 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         return {"FINISHED"}
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
-        from ..core import bake
-
         try:
             job = self._make_job(context)
-        except bake.BakeError as exc:
+        except UserError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         if len(job.frames) <= 50 or context.window is None:

@@ -9,12 +9,13 @@ from types import SimpleNamespace
 
 import harness
 import numpy as np
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 from mathutils.bvhtree import BVHTree
 
 ground = harness.module("core.ground")
 heightfield = harness.module("core.heightfield")
-plant = harness.module("core.plant")
+model = harness.module("core.model")
+tuning = harness.module("core.tuning")
 
 LEG = 0.9
 RISER, TREAD = 0.15 * LEG, 0.5 * LEG
@@ -80,12 +81,13 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     foot = 0.25 * LEG
     straddling = _contact((0.0, edge - 0.17 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot, -0.08))
     on_tread = _contact((0.3, edge + 0.15 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot - 0.1 * LEG, -0.08))
-    placed = plant._place(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
+    placed = model.place_footprints(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
     assert (placed[1] - Vector(on_tread.lock)).length == 0.0  # level already: left where it was
     moved = placed[0] - Vector(straddling.lock)
-    assert 0.0 < moved.length <= plant.FOOT_SHIFT * LEG + 1e-9
+    assert 0.0 < moved.length <= tuning.FOOT_SHIFT * LEG + 1e-9
     assert moved.z == 0.0  # along the ground only
-    ends = [placed[0].y + straddling.heel[1] - plant.FOOT_MARGIN * LEG, placed[0].y + straddling.toe[1] + plant.FOOT_MARGIN * LEG]
+    ends = [placed[0].y + straddling.heel[1] - tuning.FOOT_MARGIN * LEG,
+            placed[0].y + straddling.toe[1] + tuning.FOOT_MARGIN * LEG]
     assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
 
 
@@ -141,16 +143,17 @@ def test_a_foot_turning_in_place_by_a_step_edge_is_moved_onto_one_tread():
     edge = 2 * TREAD
     lock = (0.0, edge + 0.12 * LEG, 0.08)  # the toe reaches 0.23 leg back, over the riser to the tread below
     assert min(_tread_height(lock[1] + y) for y in toe[:, 1]) != _tread_height(lock[1])
-    placed, before = plant._place(Matrix.Identity(4), [_contact(lock, back, front, half),
-                                                       _contact(lock, *_old_footprint(heel, toe))], terrain, UP, LEG)
+    placed, before = model.place_footprints(Matrix.Identity(4), [_contact(lock, back, front, half),
+                                                                 _contact(lock, *_old_footprint(heel, toe))],
+                                            terrain, UP, LEG)
     assert before == Vector(lock)  # the footprint before fitted no tread within reach: the foot stayed
-    assert 0.0 < (placed - Vector(lock)).length <= plant.FOOT_SHIFT * LEG + 1e-9
+    assert 0.0 < (placed - Vector(lock)).length <= tuning.FOOT_SHIFT * LEG + 1e-9
     levels = {_tread_height(placed.y + y) for y in np.concatenate((heel[:, 1], toe[:, 1]))}
     assert len(levels) == 1, levels
 
 
 def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight():
-    """`plant.soft_reach_drop`: a hip moving away from a planted target, frame by frame. The pelvis drop is
+    """`model.soft_reach_drop`: a hip moving away from a planted target, frame by frame. The pelvis drop is
     zero while the leg is comfortably bent, at least what the limit needs (the leg never straighter than
     REACH_MARGIN), and without the hard version's kink where the limit is reached."""
     leg = 1.0
@@ -158,13 +161,15 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
     target = Vector((0.0, 0.0, 0.0))
     xs = np.linspace(0.0, 0.6, 121)
     hard, soft = [], []
+    one, none = np.ones(1), np.zeros(1)
     for x in xs:
         hip = Vector((x, 0.0, 0.9))
-        plan = plant._FootPlan(None, [], None, hip, target, None, leg, None, 0.95)
-        hard.append(plant._reach_drop(0.0, [plan], up))
-        soft.append(plant.soft_reach_drop(0.0, [plan], up))
+        plan = model.FootPlan(np.ones(1, dtype=bool), np.array([target]), np.array([[1.0, 0.0, 0.0, 0.0]]),
+                              np.array([hip]), one * leg, one * 0.95, none, none, none, none, one > 0)
+        hard.append(float(model.reach_drop([plan], none, np.array([up]))[0][0]))
+        soft.append(float(model.soft_reach_drop([plan], none, np.array([up]))[0][0]))
         reach = (hip + up * soft[-1] - target).length
-        assert reach <= (plant.REACH_MARGIN + plant.SOFT_REACH * plant.SOFT_LOOSE) * leg + 1e-9
+        assert reach <= (tuning.REACH_MARGIN + tuning.SOFT_REACH * tuning.SOFT_LOOSE) * leg + 1e-9
     hard, soft = np.array(hard), np.array(soft)
     assert soft[0] == 0.0 and hard[0] == 0.0  # a bent leg moves nothing
     first_hard = int(np.flatnonzero(hard < 0.0)[0])
@@ -174,24 +179,17 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
 
 
 def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
-    """`plant._toe_pitch` (and the fast path's `batch._toe_pitch`, row by row): the turn about the ankle
-    that raises the toe by what it needs beyond the heel, none when the heel needs as much, at most
-    MAX_PITCH."""
-    batch = harness.module("core.batch")
+    """`model.toe_pitch`: the turn about the ankle that raises the toe by what it needs beyond the heel,
+    none when the heel needs as much (or a ray missed), at most MAX_PITCH."""
     up = Vector((0.0, 0.0, 1.0))
     heel, toe = Vector((0.0, -0.03, -0.08)), Vector((0.0, 0.22, -0.08))
-    turn = plant._toe_pitch(heel, toe, 0.0, 0.05, up)
+    rows = [(0.0, 0.05), (0.05, 0.05), (0.1, 0.0), (0.0, 5.0), (-np.inf, 0.05)]
+    q, has = model.toe_pitch(np.tile(np.array(heel), (5, 1)), np.tile(np.array(toe), (5, 1)),
+                             np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.tile(np.array(up), (5, 1)))
+    assert has.tolist() == [True, False, False, True, False]
+    turn = Quaternion(q[0])
     raised = (turn @ toe).z - toe.z
     assert abs(raised - 0.05) < 0.01  # the toe rises by what it needed (the heel dips a little)
     assert (turn @ heel).z <= heel.z + 1e-12
-    assert plant._toe_pitch(heel, toe, 0.05, 0.05, up) is None
-    assert plant._toe_pitch(heel, toe, 0.1, 0.0, up) is None
-    steep = plant._toe_pitch(heel, toe, 0.0, 5.0, up)
-    assert abs(steep.angle - plant.MAX_PITCH) < 1e-6  # mathutils works in float32
-    rows = [(0.0, 0.05), (0.05, 0.05), (0.0, 5.0), (-np.inf, 0.05)]
-    q, has = batch._toe_pitch(np.tile(np.array(heel), (4, 1)), np.tile(np.array(toe), (4, 1)),
-                              np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.tile(np.array(up), (4, 1)))
-    assert has.tolist() == [True, False, True, False]
-    for i in (0, 2):
-        one = plant._toe_pitch(heel, toe, rows[i][0], rows[i][1], up)
-        assert np.allclose(q[i], np.array(one), atol=1e-6)
+    steep = Quaternion(q[3])
+    assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32

@@ -15,6 +15,8 @@ setup = harness.module("core.setup")
 props = harness.module("properties")
 live = harness.module("core.live")
 batch = harness.module("core.batch")
+model = harness.module("core.model")
+tuning = harness.module("core.tuning")
 contacts = harness.module("core.contacts")
 
 
@@ -107,10 +109,10 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
             heights = [_height_above(tree, p, leg) for p in _sole_points(obj, side, offset)]
             assert min(heights) >= -tol, (kind, f, side, heights)
             clearance = fk_clear[f, side] - floor
-            lock = contacts.lock_at(s.limbs[0 if side == "L" else 1], f, scene.render.fps)
-            if clearance <= 1e-4 * leg or lock.weight == 1.0:  # planted in the source, or in a contact
+            lock = contacts.locks_over(s.limbs[0 if side == "L" else 1], f, 1, scene.render.fps)
+            if clearance <= 1e-4 * leg or lock.weight[0] == 1.0:  # planted in the source, or in a contact
                 assert abs(min(heights)) <= tol, (kind, f, side, heights)
-            elif lock.down > 0.0:  # easing into or out of a contact: between the ground and the swing
+            elif lock.down[0] > 0.0:  # easing into or out of a contact: between the ground and the swing
                 assert -tol <= min(heights) <= clearance + tol, (kind, f, side, heights, clearance)
             elif clearance > 0.02 * leg and kind in ("flat", "slope"):
                 # On even ground the swing keeps its clearance (within 5 %).
@@ -124,8 +126,8 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
         jump = max(abs(b - a) for a, b in zip(pelvis_z, pelvis_z[1:]))
         if cached:
             # Step by step and smooth: the live preview's frame cache holds the pelvis's speed limit, so no
-            # frame-to-frame move beyond batch.PELVIS_SPEED leg lengths per second (a riser's 0.22 at 24 fps).
-            assert jump <= batch.PELVIS_SPEED * leg / scene.render.fps * (1 + 1e-4), (jump / rise, pelvis_z)
+            # frame-to-frame move beyond tuning.PELVIS_SPEED leg lengths per second (a riser's 0.22 at 24 fps).
+            assert jump <= tuning.PELVIS_SPEED * leg / scene.render.fps * (1 + 1e-4), (jump / rise, pelvis_z)
         else:
             # The frame-by-frame fallback (no frame cache was built, so no speed limit): no jump of 0.4 riser.
             assert jump < 0.4 * rise, jump / rise

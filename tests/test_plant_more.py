@@ -387,3 +387,72 @@ def test_plant_feet_and_bake_report_what_they_did(capfd):
     n = scene.frame_end - scene.frame_start + 1
     assert f"Baked 2 limb(s) over {n} frames ({scene.frame_start}-{scene.frame_end}): 'metarig' -> " in out, out
     assert "worst sole penetration 0.00% of the leg" in out, out
+
+
+def _baked_channels(obj):
+    """The bake's channel values (frames x columns) by (bone, property), without writing an action."""
+    bake = harness.module("core.bake")
+    job = bake.BakeJob([obj], 1, 48, bpy.context.scene)
+    job.step(job.total)
+    bake._fill_from_batch(job.rigs[0])
+    out, col = {}, 0
+    for c in job.rigs[0].channels:
+        out[(c.bone, c.prop)] = job.rigs[0].values[:, col:col + c.size].copy()
+        col += c.size
+    job.cancel()
+    return out
+
+
+def test_limbs_beyond_the_closed_form_are_planned_and_solved_by_the_same_model():
+    """A leg with IK limits and a three-bone arm, which the closed-form solve does not cover: planned by the
+    same model as every limb and solved frame by frame (`solvers.solve_limb`). A limit that never binds
+    gives the closed form's result; a hinge on the forearm holds on every frame while the arm still
+    reaches toward its target; live preview plays what the bake writes."""
+    batch = harness.module("core.batch")
+    rig_mod = harness.module("core.rig")
+    obj, terrain, leg = _walker_with_arms("stairs")
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    arm = s.limbs[2]
+    length = arm.length
+    arm.bones.add().bone = obj.data.bones["upper_arm.L"].parent.name  # the shoulder: three bones
+    arm.bones.move(len(arm.bones) - 1, 0)
+    setup.measure_limb(obj, arm)
+    reach = Vector((0.4 * length, -0.5 * length, -0.4 * length))
+    target = _empty("Reach", (0, 0, 0))
+    for f in (1, 48):
+        scene.frame_set(f)
+        target.location = _world_head(obj, "upper_arm.L") + reach
+        target.keyframe_insert("location", frame=f)
+    arm.target_object = target
+    s.limbs.remove(3)  # the right arm: not needed here
+    _plant(obj, terrain)
+    free = _baked_channels(obj)
+
+    shin = obj.pose.bones["shin.L"]
+    shin.use_ik_limit_x, shin.ik_min_x, shin.ik_max_x = True, math.radians(-179), math.radians(179)
+    forearm = obj.pose.bones["forearm.L"]
+    forearm.lock_ik_y = forearm.lock_ik_z = True  # a hinge
+    rig = batch.BatchRig(obj, None, 1, 1)
+    closed = {lb.name: lb.closed_form for lb in rig.limbs}
+    assert closed == {"Left Leg": False, "Right Leg": True, "Left Arm": False}, closed
+    limited = _baked_channels(obj)
+    for key in (("thigh.L", "rotation_quaternion"), ("shin.L", "rotation_quaternion"), ("spine", "location")):
+        assert np.abs(limited[key] - free[key]).max() <= 1e-4, (key, np.abs(limited[key] - free[key]).max())
+    assert any(bone == arm.bones[0].bone for bone, _prop in limited)  # the shoulder is solved too
+
+    hinge = rig_mod.limits_of(forearm)
+    fk_gap, ik_gap = [], []
+    s.live_preview = False
+    for f in (1, 12, 24, 36, 48):
+        scene.frame_set(f)
+        fk_gap.append((_world_head(obj, "hand.L") - target.matrix_world.translation).length)
+    s.live_preview = True
+    live.precompute(obj, scene)
+    for i, f in enumerate((1, 12, 24, 36, 48)):
+        scene.frame_set(f)
+        q = Quaternion(limited[("forearm.L", "rotation_quaternion")][f - 1])
+        assert hinge.violation(q) <= 1e-4, (f, hinge.violation(q))
+        assert abs(forearm.rotation_quaternion.dot(q)) >= 1.0 - 1e-6  # live preview plays the bake's values
+        ik_gap.append((_world_head(obj, "hand.L") - target.matrix_world.translation).length)
+        assert math.isfinite(ik_gap[-1]) and ik_gap[-1] < fk_gap[i], (f, ik_gap[-1], fk_gap[i])

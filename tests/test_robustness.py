@@ -27,6 +27,8 @@ anim = harness.module("core.anim")
 bake = harness.module("core.bake")
 live = harness.module("core.live")
 batch = harness.module("core.batch")
+model = harness.module("core.model")
+tuning = harness.module("core.tuning")
 cli = harness.module("cli")
 
 
@@ -655,9 +657,8 @@ def test_a_million_frame_bake_starts_without_allocating_for_them_and_cancels(cap
     finally:
         tracemalloc.stop()
     assert peak < 20e6, f"{peak / 1e6:.0f} MB allocated to start a bake"
-    # Past the fast path's length: frame by frame, in two sweeps (the first also reads the frames around
-    # the range that the feet's smoothing reaches).
-    assert job.total == 2_000_000 + 2 * job.pad and job.pad == batch.context_frames(scene.render.fps)
+    # One sweep, which also reads the frames around the range that the feet's smoothing reaches.
+    assert job.total == 1_000_000 + 2 * job.pad and job.pad == model.context_frames(scene.render.fps)
     assert job.progress == pytest.approx(20 / job.total)
     job.cancel()
     assert scene.frame_current == 5
@@ -903,3 +904,17 @@ def test_cli_refuses_a_broken_rig_with_exit_code_2(breakage, message, tmp_path, 
     assert code == 2, err
     assert f"contact_ik: error: walk.blend: {message}" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.blend"]
+
+
+def test_plant_feet_warns_when_no_ground_is_under_the_feet(capfd):
+    """The check after Plant Feet casts the ground model's own rays: a terrain moved far to the side has
+    nothing under the feet (a warning, the feet keep their pose); under them again, no warning."""
+    obj, terrain, leg = _walker("flat")
+    terrain.location.x += 100.0 * leg
+    _select(obj, terrain)
+    result, msg = _op("plant_feet", capfd)
+    assert result == {"FINISHED"}, msg
+    assert "No ground under the feet of 'metarig'" in msg, msg
+    terrain.location.x -= 100.0 * leg
+    result, msg = _op("plant_feet", capfd)
+    assert result == {"FINISHED"} and "No ground under the feet" not in msg, msg

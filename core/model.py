@@ -1,0 +1,731 @@
+"""The ground model: pure numpy and mathutils, no `bpy` (testable like `solvers/`), over arrays of frames.
+
+Where a foot goes (`plan_foot`: the animation's floor mapped onto the terrain, foot locking, the turn to
+the ground normal, the toe-up turn, the clearance field, the swing's line over step edges), where the
+pelvis goes (`body_ground`, `soft_reach_drop`, `pelvis_speed_limit`), the smoothing of a foot between its
+contacts (`swing_smoothing`), the knee's pole from the animation (`fk_plane_pole`) and the moving of a
+contact's footprint off a step edge (`place_footprints`). One implementation: the bake, live preview's
+frame cache and its one-frame fallback all run it (`batch`). Rays go through one engine (`Rays`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from mathutils import Matrix, Vector
+
+from ..solvers.rotations import mat_to_quat, q_between, qmul, qrot, qslerp, xform
+from .heightfield import DownHits
+from .tuning import (
+    ALIGN_FADE,
+    ANCHORED,
+    ARC_PATH,
+    ARC_RAMP,
+    ARC_RAMP_FRAMES,
+    ARC_RAMP_TIME,
+    ARC_SAMPLES,
+    ARC_WIDTH,
+    BODY_RADIUS,
+    CLEAR_CAP,
+    EXT_SLACK,
+    FOOT_EDGE,
+    FOOT_MARGIN,
+    FOOT_SAMPLES,
+    FOOT_SHIFT,
+    FOOT_STEP,
+    FORWARD_BIAS,
+    MAX_PITCH,
+    PELVIS_SPEED,
+    PLANE_EPS,
+    REACH_MARGIN,
+    SOFT_LOOSE,
+    SOFT_REACH,
+    SOFT_STEPS,
+    SOLE_DOWN,
+    STRAIGHT,
+    SWING_LIFT,
+    SWING_LIFTED,
+    SWING_REACH,
+    SWING_SMOOTH,
+)
+
+
+def clearance_extra(rise: Any, leg: Any) -> Any:
+    """How far the clearance field lifts a foot above the ground under it, from the field's `rise` over
+    that ground: the rise itself up to CLEAR_CAP x leg, then falling continuously to 0 at twice that."""
+    cap = CLEAR_CAP * np.asarray(leg, dtype=np.float64)
+    r = np.nan_to_num(np.asarray(rise, dtype=np.float64), nan=0.0, neginf=0.0, posinf=0.0)
+    return np.where(r <= cap, np.maximum(r, 0.0), np.maximum(0.0, 2.0 * cap - r))
+
+
+def arc_window(x: Any) -> Any:
+    """1 at 0, falling smoothly (C1) to 0 at |x| >= 1: cos^2(pi x / 2). Works on floats and numpy arrays."""
+    c = np.cos(0.5 * np.pi * np.minimum(np.abs(x), 1.0))
+    return c * c
+
+
+def smoothstep(x: Any) -> Any:
+    """0 below 0, 1 above 1, smooth (3x^2 - 2x^3) between. Works on floats and numpy arrays."""
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def arc_ramp(t: Any, gap: Any, fps: float) -> Any:
+    """0 at either end of the swing (`t` from 0 to 1 over `gap` frames), rising smoothly (smoothstep) to 1
+    over ARC_RAMP of its time, and over at least ARC_RAMP_TIME seconds and ARC_RAMP_FRAMES frames."""
+    gap = np.asarray(gap, dtype=np.float64)
+    least = max(ARC_RAMP_FRAMES, ARC_RAMP_TIME * fps)
+    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, least))
+
+
+def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
+    """How far the pelvis may move from one frame to the next (`PELVIS_SPEED`), in world units, for a rig
+    whose longest leg is `rest_leg` long in armature units; inf without a frame rate."""
+    return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
+
+
+def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
+    the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
+    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
+    `plant.plant_rig` alone cannot (live preview's fallback adds what the last frame cache's limit did)."""
+    x = np.where(moved, offset, np.inf).astype(np.float64)
+    st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
+    if len(x) < 2 or not np.isfinite(st).all():
+        return offset
+    # st[i] is the step from row i-1 to row i. Forward, y[i] = min(x[i], y[i-1] + st[i]): with S the running
+    # sum of the steps, y = S + cummin(x - S). Backward, y[i] = min(y[i], y[i+1] + st[i+1]): the same from the
+    # end, with T the sum of the steps after row i. Together: y[i] = min over j of x[j] + |S[i] - S[j]|.
+    s = np.concatenate(([0.0], np.cumsum(st[1:])))
+    y = s + np.minimum.accumulate(x - s)
+    t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
+    y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
+    return np.where(moved & np.isfinite(y), y, offset)
+
+
+def _swing_spans(fps: float) -> tuple[float, int, float]:
+    """`swing_smoothing`'s Gaussian width and radius, and its carried differences' reach, in frames."""
+    width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
+    return width, int(math.ceil(3.0 * width)), SWING_REACH * width
+
+
+def context_frames(fps: float) -> int:
+    """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
+    the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
+    if fps <= 0.0:
+        return 0
+    _width, radius, reach = _swing_spans(fps)
+    return radius + int(math.ceil(reach)) + 1
+
+
+def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
+    """The largest of `values` within `radius` rows of each row."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    padded = np.concatenate((np.full(radius, -np.inf), values, np.full(radius, -np.inf)))
+    return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
+
+
+def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
+                    fps: float, leg: Any) -> np.ndarray:
+    """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
+    it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
+    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground less than ANCHORED
+    from the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
+    is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
+    at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
+    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
+    `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
+    the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
+    swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
+    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
+    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
+    height = np.asarray(correction, dtype=np.float64)
+    n = len(height)
+    leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
+    width, r, reach = _swing_spans(fps)
+    valid = np.isfinite(height)
+    fixed = np.asarray(pinned, dtype=bool) | ~valid
+    if n < 2 or width <= 0.0 or fixed.all():
+        return height.copy()
+    values = np.where(valid, height, 0.0)
+    g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
+    total = np.convolve(valid.astype(np.float64), g, "same")
+    smooth = np.convolve(values, g, "same") / np.where(total > 0.0, total, 1.0)
+    # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
+    # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
+    # than that on either side.
+    pins = np.flatnonzero(fixed)
+    if len(pins):
+        moved = np.where(fixed & valid, height - smooth, 0.0)
+        rows = np.arange(n)
+        at = np.searchsorted(pins, rows)
+        left = pins[np.maximum(at - 1, 0)]
+        right = pins[np.minimum(at, len(pins) - 1)]
+        dl = np.where(at > 0, rows - left, np.inf)
+        dr = np.where(at < len(pins), right - rows, np.inf)
+        fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
+        fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
+        share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
+        to_left = fl * (1.0 - fr) + fl * fr * share
+        to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
+        smooth = smooth + to_left * moved[left] + to_right * moved[right]
+    smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
+    # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
+    # a foot that just follows the terrain keeps the animation's swing as it is.
+    bounded = np.isfinite(floor)
+    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
+    near = smoothstep(np.minimum(_window_max(lifted, r), 1e300) / (SWING_LIFTED * leg))
+    return np.where(fixed, height, values + near * (smooth - values))
+
+
+def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
+                 leg: Any) -> np.ndarray:
+    """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
+    smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
+    return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
+
+
+# ------------------------------------------------------------------------------------------ the plan
+# Everything below runs over arrays of frames (N rows); one frame is N = 1. World space throughout.
+
+
+@dataclass
+class LockTrack:
+    """Foot locking per frame (`contacts.locks_over`), in the armature's space and units. In a contact
+    (`weight` 1) the ankle is pinned (along the ground) to `point` and the sole put down (`down` 1); between
+    contacts it is shifted by `offset` and its sole raised by `rise`. Its ground comes from the contact it
+    left (`from_point`, `from_weight`) and the one it lands on (`to_point`, `to_weight`); the rest, up to 1,
+    from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it),
+    `free` (how far it is from its contacts in time) and `pitch` (how much it may turn toe-up) ease in and
+    out around contacts; `gap` is the frames between the two contacts (0 unless between two)."""
+
+    weight: np.ndarray
+    point: np.ndarray  # (N, 3)
+    offset: np.ndarray  # (N, 3)
+    down: np.ndarray
+    rise: np.ndarray
+    from_point: np.ndarray  # (N, 3)
+    from_weight: np.ndarray
+    to_point: np.ndarray  # (N, 3)
+    to_weight: np.ndarray
+    swing: np.ndarray
+    free: np.ndarray
+    pitch: np.ndarray
+    gap: np.ndarray
+
+    @classmethod
+    def none(cls, count: int) -> LockTrack:
+        """No locking (the limb has no contacts, or locking is off)."""
+        z, z3 = np.zeros(count), np.zeros((count, 3))
+        return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
+                   z.copy(), np.ones(count), z.copy())
+
+    def rows(self, sl: slice) -> LockTrack:
+        return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
+
+
+class Rays:
+    """The ground model's one ray engine: down-rays in bulk (`heightfield.DownRays`, exact against the BVH
+    tree's first hit from above, overhangs included) and the clearance field, grouped by the armature's up
+    axis (one group unless the armature turns). `terrain` is a `ground.Terrain`."""
+
+    def __init__(self, terrain: Any):
+        self.terrain = terrain
+
+    def extent(self, up: np.ndarray) -> tuple[float, float]:
+        return self.terrain.extent(up)  # type: ignore[no-any-return]
+
+    def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
+        """The highest terrain within `reach` above or below each point, along its row's `up`."""
+        reach = np.broadcast_to(reach, (len(points),))
+        if np.all(up == up[0]):  # the usual case: the armature does not turn
+            return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
+        uniq, inv = np.unique(np.round(up, 12), axis=0, return_inverse=True)
+        hit = np.zeros(len(points), dtype=bool)
+        height = np.full(len(points), np.nan)
+        normal = np.full((len(points), 3), np.nan)
+        for g, u in enumerate(uniq):
+            sel = np.flatnonzero(inv.ravel() == g)
+            r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
+            hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
+        return DownHits(hit, height, normal)
+
+    def clearance(self, points: np.ndarray, up: np.ndarray, leg: Any) -> np.ndarray:
+        """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
+        and leg length."""
+        leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
+        if np.all(up == up[0]) and np.all(leg == leg[0]):  # the usual case: one field for every row
+            return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
+        out = np.full(len(points), -np.inf)
+        keys = np.column_stack((np.round(up, 12), leg))  # `Terrain.clearance` rounds them for its cache
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        for g, key in enumerate(uniq):
+            sel = np.flatnonzero(inv.ravel() == g)
+            out[sel] = self.terrain.clearance(key[:3], float(key[3])).height(points[sel])
+        return out
+
+
+@dataclass
+class Placement:
+    """Where the armature stands, per frame: its up axis (`up`, unit), a point of its floor (`base`), its
+    world matrix and mean scale (`scale`, world units per armature unit)."""
+
+    matrix: np.ndarray  # (N, 4, 4)
+    floor_height: float  # armature units
+
+    def __post_init__(self) -> None:
+        mw = self.matrix
+        self.up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
+        self.base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor_height
+        self.scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
+
+    def height(self, points: np.ndarray) -> np.ndarray:
+        """Heights of points (N, 3) above the floor, along the up axis."""
+        return np.einsum("ni,ni->n", points - self.base, self.up)  # type: ignore[no-any-return]
+
+    def level(self, heights: np.ndarray) -> np.ndarray:
+        """Heights along the up axis (as `DownHits.height`) made heights above the floor."""
+        return heights - np.einsum("ni,ni->n", self.base, self.up)  # type: ignore[no-any-return]
+
+
+@dataclass
+class Foot:
+    """A foot limb's animated pose over the frames (world space) and its settings, as the plan reads them."""
+
+    joints: list[np.ndarray]  # the chain's joints root to tip (the ankle, the end bone's head), each (N, 3)
+    end_frame: np.ndarray  # (N, 4, 4) the foot bone's frame, its scale taken out
+    soles: list[np.ndarray]  # the heel (and the toe's tip), each (N, 3)
+    ray_length: float  # armature units; 0: the leg's length
+    align: bool  # turn the foot to the ground normal near the ground
+    max_align: float  # radians
+    rest_length: float  # the chain's length at rest, armature units
+    use_lock: bool
+    lock: Optional[LockTrack] = None
+
+
+@dataclass
+class FootPlan:
+    """Where the plan puts a foot on each frame, and what the pelvis and the smoothing need from it."""
+
+    planned: np.ndarray  # the ray under the ankle hit the terrain (elsewhere the foot keeps its animated pose)
+    target: np.ndarray  # (N, 3) the ankle's target
+    rotation: np.ndarray  # (N, 4) the foot bone's world rotation
+    hip: np.ndarray  # (N, 3) the chain's root
+    leg: np.ndarray  # the chain's length, as animated
+    extension: np.ndarray  # hip to ankle over the leg's length, as animated
+    support: np.ndarray  # the pelvis's ground from this foot (height above the floor)
+    # For `swing_smoothing`: how far the target is lifted over the ground it follows (`correction`), how far
+    # it would be for the sole points to stand their animated heights over the terrain right under them
+    # (`floor`, -inf where no ray hit) and to touch it (`touch`), and whether the foot is held (`pinned`).
+    correction: np.ndarray
+    floor: np.ndarray
+    touch: np.ndarray
+    pinned: np.ndarray
+
+    def rows(self, sl: slice) -> FootPlan:
+        return FootPlan(**{k: v[sl] for k, v in vars(self).items()})
+
+
+@dataclass
+class SwingLine:
+    """The ground a swinging foot keeps its height above, between two contacts, for the frames `rows`:
+    the straight line from the ground it left (`start`, height `h0`) to the ground it lands on (`h1`), at
+    each point's place along it, raised by `lift` to clear what lies between; `ramp` fades it in and out
+    at the swing's ends."""
+
+    rows: np.ndarray  # indices of the frames it applies to
+    start: np.ndarray
+    direction: np.ndarray
+    length: np.ndarray
+    h0: np.ndarray
+    h1: np.ndarray
+    lift: np.ndarray
+    ramp: np.ndarray
+
+    def height(self, points: np.ndarray) -> np.ndarray:
+        """The line's height at points (its rows): extrapolated past the ends, exact on a plane."""
+        x = np.einsum("ni,ni->n", points - self.start, self.direction) / self.length
+        return self.h0 + (self.h1 - self.h0) * x + self.lift  # type: ignore[no-any-return]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ni,ni->n", a, b)  # type: ignore[no-any-return]
+
+
+def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray,
+               t: np.ndarray, gap: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray], at: Placement,
+               leg: np.ndarray, fps: float) -> SwingLine:
+    """The swing's ground line for the frames in `rows` whose ends (`a`, `b`, grounds `ga`, `gb`) hit the
+    terrain. Along the swing's path (heel to toe) the terrain's rise above the line is sampled; each rise
+    lifts the line within ARC_WIDTH x leg of it, by a smooth window of the distance from the foot, so the
+    foot rises before a step edge and comes down after it, in space: it arcs over a step instead of
+    jumping onto it."""
+    path = b - a
+    plen = np.linalg.norm(path, axis=1)
+    idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
+    a, ga, gb, t, plen = a[idx], ga[idx], gb[idx], t[idx], plen[idx]
+    path, u, lg = path[idx], at.up[idx], leg[idx]
+    direction = path / plen[:, None]
+    # The foot's extent along the path, heel to toe, relative to the ankle.
+    along = np.stack([_dot(p[idx] - ankle[idx], direction) for p in soles], 1)
+    front = np.maximum(0.0, along.max(1)) / plen
+    back = np.maximum(0.0, -along.min(1)) / plen
+    here = np.clip(_dot(ankle[idx] - a, direction) / plen, 0.0, 1.0)
+    width = ARC_WIDTH * lg
+    base_h = _dot(at.base[idx], u)
+    # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
+    top = np.maximum(ga, gb) + lg
+    rc = np.abs(gb - ga) + 2.0 * lg
+    # Samples fixed along the path, each weighted by its distance to the foot (heel to toe): the lift changes
+    # as smoothly as the foot moves, never by a sample crossing a step edge. All samples in one cast.
+    tau = np.arange(1, ARC_SAMPLES + 1)[:, None] / (ARC_SAMPLES + 1)  # (K, 1)
+    near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)  # (K, M)
+    q = a + path * tau[..., None]  # (K, M, 3)
+    line = ga + (gb - ga) * tau  # the line at the sample's own place
+    start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
+    count = ARC_SAMPLES * len(idx)
+    hit = rays.cast(start.reshape(count, 3), np.tile(rc, ARC_SAMPLES), np.tile(u, (ARC_SAMPLES, 1)))
+    hh = hit.height.reshape(ARC_SAMPLES, -1) - base_h
+    lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (near > 0.0), (hh - line) * near, 0.0)
+    need = np.maximum(0.0, lifts.max(0)) if len(idx) else np.zeros(0)
+    ramp = arc_ramp(t, gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
+    return SwingLine(idx, a, direction, plen, ga, gb, need, ramp)
+
+
+def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
+              up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching
+    the ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
+    turn (heel and toe relative to the ankle) that brings the toe's need to rise down to the heel's, times
+    `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none."""
+    along = toe - heel
+    along = along - up * _dot(along, up)[:, None]
+    length = np.linalg.norm(along, axis=1)
+    d = along / np.where(length > 0.0, length, 1.0)[:, None]
+
+    def flat(v: np.ndarray) -> np.ndarray:
+        return v - up * _dot(v, up)[:, None]  # type: ignore[no-any-return]
+
+    reach = _dot(flat(toe), d) + np.maximum(0.0, -_dot(flat(heel), d))
+    both = np.isfinite(heel_need) & np.isfinite(toe_need)
+    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
+    has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
+    angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
+    axis = np.cross(d, up)
+    norm = np.linalg.norm(axis, axis=1)
+    axis = axis / np.where(norm > 0.0, norm, 1.0)[:, None]
+    q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
+    return q, has
+
+
+def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: Optional[np.ndarray],
+                  foot: bool) -> np.ndarray:
+    """A pole in the plane the animation bends a two-bone limb in (hip, knee, ankle), a chain length out
+    from the middle: the knee keeps pointing where the FK pointed it. For a leg (`foot`), the end bone's
+    forward axis keeps the knee in front: a knee the animation overextends backwards is mirrored forward
+    and a straight leg bends where the foot points, continuously (no switch, so no flip from frame to
+    frame). NaN rows where there is no plane (an arm with no bend): the solver then ignores them."""
+    axis = tip - hip
+    alen = np.linalg.norm(axis, axis=1)
+    a = axis / np.where(alen > 0, alen, 1.0)[:, None]
+    leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
+    kh = knee - hip
+    perp = kh - a * _dot(kh, a)[:, None]
+    if foot and end_frame is not None:
+        fwd = end_frame[:, :3, 1]
+        fwd = fwd - a * _dot(fwd, a)[:, None]
+        flen = np.linalg.norm(fwd, axis=1)
+        has = flen > 1e-9 * leg
+        f = fwd / np.where(has, flen, 1.0)[:, None]
+        along = _dot(perp, f)
+        # Only a nearly straight knee is corrected (fully when straight, not at all from a bend of STRAIGHT
+        # x leg): a folded leg (a hop, a kneel) keeps its own plane whatever the foot does.
+        t = np.minimum(1.0, np.linalg.norm(perp, axis=1) / (STRAIGHT * leg))
+        m = 1.0 - t * t * (3.0 - 2.0 * t)
+        bent = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * np.minimum(along, 0.0)))[:, None]
+        perp = np.where(has[:, None], bent, perp)
+    plen = np.linalg.norm(perp, axis=1)
+    ok = (alen > 0) & (plen >= PLANE_EPS * leg)
+    pole = (hip + tip) * 0.5 + perp / np.where(plen > 0, plen, 1.0)[:, None] * leg[:, None]
+    return np.where(ok[:, None], pole, np.nan)  # type: ignore[no-any-return]
+
+
+def disk_offsets(up: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """The centre and three rings of twelve points, weighted evenly over a disk across `up`: offsets
+    (N, 37, 3) from its centre."""
+    side = np.empty_like(up)
+    if np.all(up == up[0]):
+        side[:] = Vector(up[0]).orthogonal().normalized()
+    else:
+        for i in range(len(up)):
+            side[i] = Vector(up[i]).orthogonal().normalized()
+    fwd = np.cross(up, side)
+    ring = np.repeat([1.0, 2.0, 3.0], 12)
+    angle = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * ring) / 12.0
+    r = radius[:, None] * ring / 3.0  # (N, 36)
+    around = (side[:, None] * np.cos(angle)[:, None] + fwd[:, None] * np.sin(angle)[:, None]) * r[..., None]
+    return np.concatenate((np.zeros_like(up)[:, None], around), 1)
+
+
+def body_ground(rays: Rays, centre: np.ndarray, at: Placement, leg: np.ndarray) -> np.ndarray:
+    """Mean terrain height (above the floor) over a disk of BODY_RADIUS x leg under the pelvis (`centre`),
+    0 where the disk misses the terrain. Cast from above the whole terrain: the highest surface under each
+    sample."""
+    n, up = len(centre), at.up
+    pts = centre[:, None] + disk_offsets(up, BODY_RADIUS * leg)  # (N, 37, 3)
+    m = pts.shape[1]
+    ups = np.repeat(up, m, axis=0)
+    flat = pts.reshape(-1, 3)
+    h = _dot(flat, ups)
+    if np.all(up == up[0]):
+        low, high = rays.extent(up[0])
+        reach = np.maximum(np.abs(high - h), np.abs(h - low)) + np.repeat(leg, m)
+    else:
+        ext = np.array([rays.extent(u) for u in ups])
+        reach = np.maximum(np.abs(ext[:, 1] - h), np.abs(h - ext[:, 0])) + np.repeat(leg, m)
+    hits = rays.cast(flat, reach, ups)
+    hh = hits.height.reshape(n, -1) - _dot(at.base, up)[:, None]
+    got = hits.hit.reshape(n, -1)
+    count = got.sum(1)
+    return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)  # type: ignore[no-any-return]
+
+
+def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighten: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The pelvis offset `offset` lowered where a leg could not otherwise reach its target, or only
+    straighter than REACH_MARGIN or than the animation has it (EXT_SLACK): (offset, whether any foot is
+    planned, where the pelvis moves)."""
+    any_plan = np.zeros(len(offset), dtype=bool)
+    offset = offset.copy()
+    for p in plans:
+        any_plan |= p.planned
+        hip = p.hip + up * offset[:, None]
+        reach = (np.minimum(REACH_MARGIN, p.extension + EXT_SLACK) - tighten) * p.leg
+        d = p.target - hip
+        dl = np.linalg.norm(d, axis=1)
+        # Lower the hip by the smallest x >= 0 with |d + up*x| <= reach; if no vertical move is enough (the
+        # target is too far sideways), by the x that brings it closest.
+        b = _dot(d, up)
+        disc = b * b - (dl * dl - reach * reach)
+        x = np.where(disc >= 0.0, -b - np.sqrt(np.maximum(disc, 0.0)), -b)
+        offset = np.where(p.planned & (dl > reach) & (x > 0.0), offset - x, offset)
+    return np.where(any_plan, offset, 0.0), any_plan
+
+
+def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`reach_drop`, eased in: the mean of those for limits up to SOFT_REACH x leg tighter, so it sets in
+    gradually, never higher than it and with no kink where a leg reaches its limit."""
+    drops = [reach_drop(plans, offset, up, SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE)) for k in range(SOFT_STEPS)]
+    return np.mean([d[0] for d in drops], 0), drops[0][1]
+
+
+def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: float) -> FootPlan:
+    """The ground model for one foot over the frames: the animation's floor maps onto the terrain, the foot
+    keeping its animated height above the floor as its height above the terrain under it (from its contacts
+    around, `LockTrack`), turned toward the ground normal near the ground, toe-up rather than lifting its
+    ankle for its toe, clear of the terrain around it in mid-swing and over the swing's line across step
+    edges. Rays search `reach` above and below the foot raised by `window` (the terrain height under the
+    body), where the ground under the foot is expected."""
+    n = len(window)
+    up, base = at.up, at.base
+    joints = foot.joints
+    hip, ankle = joints[0], joints[-1]
+    leg = np.maximum(sum(np.linalg.norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
+    ext = np.linalg.norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
+    reach = foot.ray_length * at.scale if foot.ray_length > 0.0 else leg  # armature units to world
+    soles = list(foot.soles)
+    heights = np.stack([at.height(p) for p in soles], 1)
+    lifted = np.maximum(0.0, heights.min(1))  # the sole's height in the animation, above its floor
+    arc: Optional[SwingLine] = None
+    anchored = np.zeros(n, dtype=bool)  # the ground (almost) wholly from the contacts around (ANCHORED)
+    held, ground_support = np.zeros(n), np.zeros(n)
+    lk = foot.lock
+    if lk is not None and (lk.weight.any() or lk.down.any() or lk.offset.any() or lk.rise.any()):
+        # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
+        # carries it between contacts), and the sole down onto the ground.
+        d = np.where((lk.weight > 0.0)[:, None], xform(at.matrix, lk.point) - ankle,
+                     np.einsum("nij,nj->ni", at.matrix[:, :3, :3], lk.offset))
+        move = d - up * _dot(d, up)[:, None]
+        ankle = ankle + move
+        soles = [p + move for p in soles]
+        heights = heights * (1.0 - lk.down)[:, None] + (lk.rise * at.scale)[:, None]
+    clearance = np.maximum(0.0, heights.min(1))
+    lift = up * window[:, None]
+    anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())
+    # The ray under the ankle, and those from the contacts around (from their own heights, whatever the
+    # foot's): one cast.
+    points = [ankle]
+    if lk is not None and anchored_ground:
+        points += [xform(at.matrix, lk.from_point), xform(at.matrix, lk.to_point)]
+    hits = rays.cast(np.concatenate(points) + np.tile(lift, (len(points), 1)),
+                     np.tile(np.broadcast_to(reach, (n,)), len(points)), np.tile(up, (len(points), 1)))
+    under = DownHits(hits.hit[:n], hits.height[:n], hits.normal[:n])
+    planned = under.hit  # where the ray missed the terrain the foot keeps its animated pose
+    ground = at.level(under.height)
+    if lk is not None and anchored_ground:
+        # The ground height from the contacts around (the ground left and the ground landed on).
+        blended, used = np.zeros(n), np.zeros(n)
+        ends = []
+        for k, w in ((1, lk.from_weight), (2, lk.to_weight)):
+            p = points[k]
+            ok = hits.hit[k * n:(k + 1) * n] & (w > 0.0)
+            hh = at.level(hits.height[k * n:(k + 1) * n])
+            blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
+            used += np.where(ok, w, 0.0)
+            ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan)))
+        ground = blended + (1.0 - used) * ground
+        anchored = used >= ANCHORED - 1e-9
+        held, ground_support = np.minimum(1.0, lk.from_weight + lk.to_weight), ground.copy()
+        two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
+        if two.any():
+            (pa, ga), (pb, gb) = ends
+            arc = swing_line(rays, two, pa, pb, ga, gb, lk.to_weight, lk.gap, ankle, soles, at, leg, fps)
+    identity = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
+    tilt = identity
+    if foot.align:
+        # The foot turns to the ground while within ALIGN_FADE x leg above the floor.
+        contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
+        normal = np.where(planned[:, None], under.normal, up)
+        full = q_between(up, normal)
+        angle = 2.0 * np.arccos(np.clip(np.abs(full[:, 0]), 0.0, 1.0))
+        allowed = np.minimum(angle, foot.max_align)
+        frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
+        tilt = qslerp(identity, full, frac)
+    target = ankle + up * np.where(planned, ground, 0.0)[:, None]
+    rest = foot.rest_length * at.scale
+
+    def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """How far each sole point must rise (N, sole points; -inf where a ray missed): to stand its
+        animated height above the ground under it, clearance included; without the clearance (what the
+        terrain right under it needs); and to touch the terrain right under it."""
+        count = len(soles)
+        ms = np.concatenate([target + qrot(turn, p - ankle) for p in soles])  # (S N, 3): at the ground's height
+        ups = np.tile(up, (count, 1))
+        below = rays.cast(ms, np.tile(np.broadcast_to(reach, (n,)), count), ups)
+        bh = (below.height - _dot(np.tile(base, (count, 1)), ups)).reshape(count, n)
+        mh = (_dot(ms - np.tile(base, (count, 1)), ups)).reshape(count, n)
+        got = below.hit.reshape(count, n)
+        need = bh + np.maximum(0.0, heights.T) - mh
+        extra: Any = 0.0
+        if lk is not None and lk.swing.any():
+            # A lifted foot keeps clear of the terrain around it, not only of the point under it.
+            field = rays.clearance(ms, ups, np.tile(rest, count)).reshape(count, n)
+            rise = field - _dot(base, up) - bh
+            gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
+            extra = lk.swing * gate * clearance_extra(rise, np.tile(rest, (count, 1)))
+        deficits = np.where(got, need + extra, -np.inf)
+        bare = np.where(got, need, -np.inf)
+        touching = np.where(got, bh - mh, -np.inf)
+        return deficits.T, bare.T, touching.T
+
+    turn = tilt
+    found, bare, touching = needs(turn)
+    if len(soles) > 1:
+        # A foot in the air turns toe-up rather than lift its ankle for its toe.
+        loose = (lk.weight == 0.0) & (lk.pitch > 0.0) if lk is not None else np.ones(n, dtype=bool)
+        pitch, has = toe_pitch(qrot(tilt, soles[0] - ankle), qrot(tilt, soles[-1] - ankle),
+                               found[:, 0], found[:, -1], up, lk.pitch if lk is not None else 1.0)
+        sel = loose & has
+        if sel.any():
+            turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
+            found, bare, touching = needs(turn)
+    best = np.max(found, 1)
+    if arc is not None:
+        # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
+        # between), not above the terrain right under it: a step edge passing under the foot does not move
+        # it. A sole point that would still go through the terrain lifts the foot further. Faded in and out
+        # at the swing's ends (ARC_RAMP), and while the animation still has the sole on its floor
+        # (SWING_LIFT: a toe pivoting at lift-off stays on the terrain under it), though no longer once the
+        # foot is well clear of its contacts in time (`LockTrack.free`).
+        idx = arc.rows
+        overs = []
+        for p, h in zip(soles, heights.T):
+            m = (target + qrot(turn, p - ankle))[idx]
+            overs.append(arc.height(m) + np.maximum(0.0, h[idx]) - _dot(m - base[idx], up[idx]))
+        over = np.max(np.stack(overs, 1), 1)
+        under_only = np.where(np.isfinite(best[idx]), best[idx], over)
+        free = lk.free[idx] if lk is not None else 0.0
+        w = arc.ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
+        best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
+    floor = np.max(bare, 1)
+    touch = np.max(touching, 1)
+    target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
+    rotation = qmul(turn, mat_to_quat(foot.end_frame))
+    # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is lowered
+    # under its animated height (its hover removed): in a contact by the hover of the frame, between contacts
+    # by the hover the foot carries (`LockTrack.rise`, blended across the swing), not by how far its sole
+    # happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the body).
+    # Faded into the terrain under the body (`window`) before the first contact and after the last.
+    lowered = np.where(lk.weight > 0.0, lifted, -lk.rise * at.scale) if lk is not None else 0.0
+    support = held * (ground_support - lowered) + (1.0 - held) * window
+    down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)
+    pinned = ~planned | ~np.isfinite(best) | ~anchored | down
+    pinned |= lk.weight > 0.0 if lk is not None and foot.use_lock else True
+    return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
+
+
+def place_footprints(mw: Matrix, cs: list[Any], terrain: Any, up: Vector, leg: float) -> list[Vector]:
+    """The lock points (armature space) of contacts `cs`, each moved off any step edge its footprint straddles
+    (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid, neighbouring samples more than
+    FOOT_EDGE x leg apart in height) across the ground, on a grid of FOOT_STEP x leg and at most FOOT_SHIFT
+    x leg, to the nearest place where it does not: a foot lands on one tread, not half on two."""
+    m = np.array(mw, dtype=np.float64)
+    u = np.array(up, dtype=np.float64)
+    scale = float(np.abs(np.linalg.norm(m[:3, :3], axis=0)).mean())
+    lock = np.array([tuple(c.lock) for c in cs], dtype=np.float64)
+    heel = lock + np.array([tuple(c.heel) for c in cs], dtype=np.float64)
+    toe = lock + np.array([tuple(c.toe) for c in cs], dtype=np.float64)
+    width = np.array([c.width for c in cs], dtype=np.float64) * scale
+    h, t = heel @ m[:3, :3].T + m[:3, 3], toe @ m[:3, :3].T + m[:3, 3]
+    axis = t - h
+    axis -= u * (axis @ u)[:, None]
+    length = np.linalg.norm(axis, axis=1)
+    has = length > 1e-6 * leg
+    axis = axis / np.where(has, length, 1.0)[:, None]
+    side = np.cross(u, axis)
+    margin = FOOT_MARGIN * leg
+    a = np.linspace(0.0, 1.0, FOOT_SAMPLES)
+    b = np.array([-1.0, 0.0, 1.0])
+    start = h - axis * margin
+    span = (t - h) + 2.0 * axis * margin
+    half = (width + margin)[:, None, None, None] * side[:, None, None]
+    grid = start[:, None, None] + span[:, None, None] * a[None, :, None, None] + half * b[None, None, :, None]  # (C, S, 3, 3)
+    k = np.arange(-int(FOOT_SHIFT / FOOT_STEP), int(FOOT_SHIFT / FOOT_STEP) + 1) * FOOT_STEP * leg
+    kx, ky = np.meshgrid(k, k, indexing="ij")
+    kx, ky = kx.ravel(), ky.ravel()
+    r = np.hypot(kx, ky)
+    keep = r <= FOOT_SHIFT * leg + 1e-12
+    order = np.lexsort((-kx[keep], r[keep]))  # nearest first, forward first among equals
+    kx, ky = kx[keep][order], ky[keep][order]
+    low, high = terrain.extent(up)
+    rays = terrain.down_rays(up)
+
+    def heights(pts: np.ndarray) -> np.ndarray:
+        """The highest terrain under points (..., 3), nan where none."""
+        flat = pts.reshape(-1, 3)
+        flat = flat + u * (0.5 * (low + high) - flat @ u)[:, None]
+        hits = rays.cast(flat, np.full(len(flat), 0.5 * (high - low) + leg))
+        return np.where(hits.hit, hits.height, np.nan).reshape(pts.shape[:-1])
+
+    def is_level(hh: np.ndarray) -> np.ndarray:
+        """Footprints (..., S, 3) with no step between neighbouring samples; one with a miss is not level."""
+        jump = np.maximum(np.abs(np.diff(hh, axis=-2)).max((-2, -1)), np.abs(np.diff(hh, axis=-1)).max((-2, -1)))
+        return np.isfinite(jump) & (jump <= FOOT_EDGE * leg)
+
+    move = np.zeros((len(cs), 3))
+    todo = np.flatnonzero(has & ~is_level(heights(grid)))  # only footprints on a step edge are searched
+    if len(todo):
+        shifts = axis[todo, None] * kx[None, :, None] + side[todo, None] * ky[None, :, None]  # (C', K, 3)
+        hh = heights(grid[todo, None] + shifts[:, :, None, None])  # (C', K, S, 3)
+        level = is_level(hh)
+        # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
+        under = heights(lock[todo] @ m[:3, :3].T + m[:3, 3])
+        mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)
+        same = level & (np.abs(mean - under[:, None]) <= FOOT_EDGE * leg)
+        level = np.where(same.any(1)[:, None], same, level)
+        first = level.argmax(1)
+        move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
+    return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]

@@ -1,0 +1,267 @@
+"""Reading a rig into plain arrays: its settings into plain limb descriptions (`LimbSpec`), and its
+animation, one frame at a time, into per-frame arrays of the bones the solve uses (`RigReader.read`).
+
+The bpy-facing layer of the ground model: everything after the read (`model`, `batch`) works on these
+arrays. During a sweep each frame costs a few `foreach_get` reads of the pose; live preview's fallback
+reads one frame from the depsgraph being updated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+from mathutils import Vector
+
+from ..solvers import JointLimits
+from . import rig
+from .checks import limb_is_usable
+from .contacts import locks_over
+from .model import LockTrack, place_footprints
+from .rig import anim_paths, bone_names, heel_local, object_moves, rest_leg_length, settings, up_axis
+
+if TYPE_CHECKING:
+    import bpy
+
+    from .ground import Terrain
+
+# Rows allocated at a time as a sweep advances.
+ROWS_CHUNK = 4096
+# The array each channel read per frame goes to.
+_ARRAYS = {"matrix": "matrix", "rotation_quaternion": "quat", "rotation_axis_angle": "aa", "rotation_euler": "euler",
+           "scale": "scale", "location": "loc"}
+
+
+@dataclass
+class LimbSpec:
+    """One enabled, usable limb as the plan and the solve read it: bones by their index in the pose."""
+
+    index: int  # in the settings' limbs
+    name: str
+    kind: str  # FOOT, HAND or CHAIN
+    chain: tuple[int, ...]  # pose-bone indices, root to tip
+    end: int  # the end bone (foot or hand), -1 without
+    toe: int  # -1 without
+    pole_bone: int  # -1 unless the pole is a bone
+    heel: np.ndarray  # the heel point in the end bone's frame
+    toe_length: float  # armature units
+    tail_length: float  # the chain's last bone's length: its tail is the chain's tip without an end bone
+    ray_length: float  # armature units; 0: the leg's length
+    align: bool
+    max_align: float  # radians
+    use_target_rotation: bool
+    auto_pole: bool
+    rest_length: float  # the chain's length at rest, armature units
+    use_lock: bool
+    limits: list[Optional[JointLimits]]  # per chain bone (Bone Properties > Inverse Kinematics)
+    end_limits: Optional[JointLimits]
+    pole_object: Any = None
+    target_object: Any = None
+    target_bone: str = ""
+    static_target: bool = False  # not animated, parented or constrained: read once
+    static_pole: bool = False
+    placed: Optional[list[Vector]] = None  # a foot's contacts' lock points moved off step edges (`placed_locks`)
+    weights: Optional[np.ndarray] = None  # (N,) the limb's IK weight per frame
+    targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
+    poles: Optional[np.ndarray] = None  # (N, 3) world pole positions (a pole object)
+
+    @property
+    def closed_form(self) -> bool:
+        """Two bones with an end bone and no IK limits: solved in closed form over all frames at once;
+        any other chain is planned the same way and solved frame by frame (`solvers.solve_limb`)."""
+        return (len(self.chain) == 2 and self.end >= 0 and self.end_limits is None
+                and all(lim is None for lim in self.limits))
+
+
+def _static(obj: Any) -> bool:
+    """True for an object whose transform nothing changes over time (no animation, parent, constraint)."""
+    return (obj is not None and obj.animation_data is None and obj.parent is None and not obj.constraints
+            and obj.type != "ARMATURE")
+
+
+def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
+    """The lock points (armature space) of `limb`'s contacts, each moved off any step edge its footprint
+    straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per terrain,
+    rig placement and contacts."""
+    cs = list(limb.contacts)
+    if not cs or not limb.use_lock:
+        return None
+    mw = obj.matrix_world
+    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), tuple(tuple(r) for r in mw),
+           tuple((tuple(c.lock), tuple(c.heel), tuple(c.toe), c.width) for c in cs))
+    return terrain.memo(key, lambda: place_footprints(mw, cs, terrain, up_axis(obj), leg))  # type: ignore[no-any-return]
+
+
+def has_limbs(obj: bpy.types.Object) -> bool:
+    """True when the rig has an enabled limb whose bones can be solved."""
+    return any(lb.enabled and limb_is_usable(obj, lb) for lb in settings(obj).limbs)
+
+
+class RigReader:
+    """A rig's settings and its animation over `frames` frames from frame `first`, read into arrays."""
+
+    def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
+                 fps: float = 24.0, context: int = 0):
+        self.obj = obj
+        self.terrain = terrain
+        self.frames = frames
+        self.first = first
+        self.fps = fps
+        # Rows read before and after the frames wanted (`model.context_frames`), which `compute` leaves out
+        # of what it returns: the frames wanted then come out as they do in any longer range.
+        self.context = context
+        # Rows are allocated as the sweep reaches them (`_room`): starting a very long sweep allocates little.
+        rows = min(frames, ROWS_CHUNK)
+        s = settings(obj)
+        pbs = obj.pose.bones
+        self.bone_index = idx = {pb.name: i for i, pb in enumerate(pbs)}
+        self.count = len(pbs)
+        self.pelvis = idx.get(s.pelvis_bone, -1) if s.body_follow else -1
+        self.floor = s.floor_height
+        self.softness = s.softness
+        moves = object_moves(obj)
+        self.limbs: list[LimbSpec] = []
+        for i, lb in enumerate(s.limbs):
+            if not (lb.enabled and limb_is_usable(obj, lb)):
+                continue
+            names = bone_names(lb)
+            end = idx.get(lb.end_bone, -1) if lb.end_bone else -1
+            toe = idx.get(lb.toe_bone, -1) if lb.toe_bone else -1
+            if lb.kind == "FOOT" and end < 0:
+                continue  # a foot without its foot bone has no sole to plant (`checks.limb_error`)
+            pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
+            spec = LimbSpec(
+                index=i, name=lb.name, kind=lb.kind, chain=tuple(idx[b] for b in names), end=end, toe=toe,
+                pole_bone=idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
+                heel=np.array(heel_local(obj, lb.end_bone, lb.foot_offset)) if end >= 0 else np.zeros(3),
+                toe_length=obj.data.bones[lb.toe_bone].length if toe >= 0 else 0.0,
+                tail_length=obj.data.bones[names[-1]].length,
+                ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
+                use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",
+                rest_length=sum((float(obj.data.bones[b].length) for b in names), 0.0), use_lock=lb.use_lock,
+                limits=[rig.limits_of(pbs[b]) for b in names],
+                end_limits=rig.limits_of(pbs[lb.end_bone]) if end >= 0 else None,
+                pole_object=pole_object, target_object=lb.target_object, target_bone=lb.target_bone,
+                static_target=_static(lb.target_object) and not lb.target_bone, static_pole=_static(pole_object),
+                weights=np.empty(rows), targets=np.empty((rows, 4, 4)) if lb.target_object is not None else None,
+                poles=np.empty((rows, 3)) if pole_object is not None else None,
+            )
+            if lb.kind == "FOOT" and terrain is not None and not moves:
+                spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names))
+            self.limbs.append(spec)
+        used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
+        self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
+        self.slot = {int(b): k for k, b in enumerate(self.used)}
+        k = len(self.used)
+        # What `foreach_get` gives (float32), kept as such: a long bake's arrays take half the memory.
+        self.mw = np.empty((rows, 4, 4))
+        self.matrix = np.empty((rows, k, 4, 4), dtype=np.float32)
+        self.quat = np.empty((rows, k, 4), dtype=np.float32)
+        self.euler = np.empty((rows, k, 3), dtype=np.float32)
+        self.aa = np.empty((rows, k, 4), dtype=np.float32)
+        self.loc = np.empty((rows, k, 3), dtype=np.float32)
+        self.scale = np.empty((rows, k, 3), dtype=np.float32)
+        self.modes = [pbs[int(b)].rotation_mode for b in self.used]
+        # Read per frame only what can change and is needed: matrices, the rotation channels of the modes in
+        # use, the pelvis location, and scales only when something animates them.
+        modes = set(self.modes)
+        reads: list[tuple[str, np.ndarray, int]] = [("matrix", self.matrix, 16)]
+        if "QUATERNION" in modes:
+            reads.append(("rotation_quaternion", self.quat, 4))
+        if "AXIS_ANGLE" in modes:
+            reads.append(("rotation_axis_angle", self.aa, 4))
+        if modes - {"QUATERNION", "AXIS_ANGLE"}:
+            reads.append(("rotation_euler", self.euler, 3))
+        self.scale_animated = any(p == "*" or p.endswith(".scale") for p in anim_paths(obj))
+        if self.scale_animated:
+            reads.append(("scale", self.scale, 3))
+        self._reads = []
+        for name, _dest, size in reads:
+            buf = np.empty(self.count * size, dtype=np.float32)
+            self._reads.append((name, buf, buf.reshape(self.count, size)))
+        self._static_done = False
+        # The armature object itself not animated, parented or constrained: its matrix is read once.
+        self.static_object = not moves
+        self._limbs = s.limbs
+        self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in anim_paths(obj))
+
+    def read(self, row: int, src: Optional[bpy.types.Object] = None,
+             ev: Optional[Callable[[Any], Any]] = None) -> None:
+        """Row `row`: the rig as evaluated now. `src`: the evaluated armature to read (live preview reads the
+        depsgraph being updated; None: the original, which the active depsgraph keeps evaluated), `ev` the
+        same for the target and pole objects."""
+        src = self.obj if src is None else src
+        ev = ev or (lambda o: o)
+        self._room(row)
+        pbs = src.pose.bones
+        used = self.used
+        if row == 0 or not self.static_object:
+            self.mw[row] = src.matrix_world
+        else:
+            self.mw[row] = self.mw[0]
+        for name, buf, view in self._reads:
+            pbs.foreach_get(name, buf)
+            dest = getattr(self, _ARRAYS[name])
+            dest[row] = view[used].reshape(dest.shape[1:])
+        if self.pelvis >= 0:
+            self.loc[row, self.slot[self.pelvis]] = pbs[self.pelvis].location
+        if not self._static_done:
+            # Values nothing animates: read once (scales, rotation channels of modes not read per frame).
+            for name, size in (("scale", 3), ("rotation_quaternion", 4), ("rotation_axis_angle", 4),
+                               ("rotation_euler", 3), ("location", 3)):
+                if any(r[0] == name for r in self._reads):
+                    continue
+                dest = getattr(self, _ARRAYS[name])
+                buf = np.empty(self.count * size, dtype=np.float32)
+                pbs.foreach_get(name, buf)
+                dest[:] = buf.reshape(self.count, size)[used]
+            self._static_done = True
+        # Keyframed weights are evaluated in the evaluated copy of the settings.
+        limbs = self._limbs if src is self.obj else settings(src).limbs
+        for lb in self.limbs:
+            assert lb.weights is not None
+            if self._animated_weights or row == 0:
+                lb.weights[row] = limbs[lb.index].weight
+            else:
+                lb.weights[row] = lb.weights[0]
+            if lb.targets is not None and (row == 0 or not lb.static_target):
+                t = ev(lb.target_object)
+                m = t.matrix_world
+                if lb.target_bone and t.type == "ARMATURE" and t.pose and lb.target_bone in t.pose.bones:
+                    m = m @ t.pose.bones[lb.target_bone].matrix
+                lb.targets[row] = m
+            elif lb.targets is not None:
+                lb.targets[row] = lb.targets[0]
+            if lb.poles is not None:
+                if row == 0 or not lb.static_pole:
+                    lb.poles[row] = ev(lb.pole_object).matrix_world.translation
+                else:
+                    lb.poles[row] = lb.poles[0]
+
+    def _room(self, row: int) -> None:
+        """Rows up to `row` allocated (a chunk at a time, never more than `frames`); new rows start as copies
+        of the first, which holds the values read once."""
+        have = len(self.mw)
+        if row < have:
+            return
+        size = min(self.frames, max(row + 1, 2 * have, have + ROWS_CHUNK))
+
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.empty((size,) + a.shape[1:], dtype=a.dtype)
+            out[:have] = a
+            out[have:] = a[0]
+            return out
+
+        for name in ("mw", "matrix", "quat", "euler", "aa", "loc", "scale"):
+            setattr(self, name, grown(getattr(self, name)))
+        for lb in self.limbs:
+            lb.weights = grown(lb.weights) if lb.weights is not None else None
+            lb.targets = grown(lb.targets) if lb.targets is not None else None
+            lb.poles = grown(lb.poles) if lb.poles is not None else None
+
+    def locks(self, lb: LimbSpec, start: int, count: int) -> LockTrack:
+        """Foot locking (`contacts.locks_over`) for rows start..start+count-1."""
+        prop = settings(self.obj).limbs[lb.index]
+        return locks_over(prop, self.first + start, count, self.fps, lb.placed)

@@ -1,0 +1,111 @@
+"""The ground model's tuning constants, one place for all of them: what each means, and its unit.
+
+Lengths are fractions of the leg's length ("x leg"), so nothing assumes metres; times are in seconds (and
+some also in frames, for high frame rates), so nothing assumes 24 fps. Pure Python: no `bpy`.
+"""
+
+from __future__ import annotations
+
+import math
+
+# --- the foot on the ground -------------------------------------------------------------------------------
+# The foot turns to the ground normal while within this height above the floor (x leg).
+ALIGN_FADE = 0.15
+# A foot in the air whose toe would lift the ankle more than its heel does turns toe-up about the ankle
+# instead, by at most this angle (radians): the ankle keeps its path, the leg does not jerk with the pitch.
+MAX_PITCH = math.radians(30.0)
+# A swinging foot follows the swing's line once its sole is this high in the animation (x leg).
+SWING_LIFT = 0.01
+# Terrain more than this above the ground under a lifted foot (x leg) counts less and less in its
+# clearance, and not at all from twice as high: a bridge or overhang above does not lift the foot.
+CLEAR_CAP = 0.5
+
+# --- footing: a contact's footprint that straddles a step edge is moved onto one level -----------------------
+# The footprint (heel to toe and its width, FOOT_MARGIN beyond) is sampled on a grid of FOOT_SAMPLES along by
+# 3 across; neighbouring samples more than FOOT_EDGE apart in height mark a step edge; the footprint is moved
+# on a grid of FOOT_STEP, at most FOOT_SHIFT, to the nearest place where it does not straddle one (all x leg).
+FOOT_SAMPLES = 7  # count
+FOOT_MARGIN = 0.04
+FOOT_EDGE = 0.03
+FOOT_STEP = 0.03
+FOOT_SHIFT = 0.2
+
+# --- the swing's line over step edges --------------------------------------------------------------------
+# Samples along a swing's path checked for steps in the way of the foot (count).
+ARC_SAMPLES = 15
+# How far before and after a step edge the swinging foot is already raised to clear it (x leg).
+ARC_WIDTH = 0.35
+# The part of the swing (fraction of its time, at each end) over which that lift fades in and out, and at
+# least ARC_RAMP_TIME seconds and ARC_RAMP_FRAMES frames: at 120 fps a lift-off beside a step took 4 frames.
+ARC_RAMP = 0.1
+ARC_RAMP_TIME = 0.1  # seconds
+ARC_RAMP_FRAMES = 4.0  # frames
+# A swing shorter than this has no line to speak of: its line fades out below it (x leg).
+ARC_PATH = 0.2
+
+# --- the pelvis ---------------------------------------------------------------------------------------------
+# Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it (x leg).
+REACH_MARGIN = 0.98
+# A leg on the ground no straighter than the animation has it plus this (x leg): near full extension the
+# knee turns fast for a small change of reach, so a leg kept straighter than animated pops.
+EXT_SLACK = 0.03
+# The pelvis starts to drop before a leg reaches its limit: the drop is the mean of those for limits up to
+# SOFT_REACH tighter (x leg), in SOFT_STEPS steps (count), SOFT_LOOSE of that range (fraction) on the loose
+# side of the limit, so it sets in gradually (no kink).
+SOFT_REACH = 0.04
+SOFT_STEPS = 5
+SOFT_LOOSE = 0.25
+# Radius of the disk under the pelvis whose mean terrain height the body follows without contacts (x leg).
+BODY_RADIUS = 0.6
+# The pelvis never moves faster than this for the ground (x leg per second): where the frame's own offset
+# would, it moves earlier and lower instead (`model.pelvis_speed_limit`). A person climbing stairs lifts the
+# pelvis about 0.3 leg per second; a swing foot's target that jumps, or a leg handing the body to the other
+# at lift-off, would otherwise jerk the body and the standing knee.
+PELVIS_SPEED = 1.0
+
+# --- the knee's pole ----------------------------------------------------------------------------------------
+# A limb bent less than this off the hip-ankle line has no usable FK plane (x leg).
+PLANE_EPS = 0.01
+# How far the knee's pole leans toward where the foot points, so a straight leg has one (x leg).
+FORWARD_BIAS = 0.05
+# A knee bent less than this off the hip-ankle line counts as nearly straight (x leg).
+STRAIGHT = 0.2
+
+# --- smoothing a foot between contacts (`model.swing_smoothing`) --------------------------------------------
+# The correction (how far the plan lifts a foot over the ground it follows) is smoothed by a Gaussian of this
+# width (seconds) over every frame, the frames it may not change (contacts) included as they are. The
+# clearance, swing-line and toe-up terms switch on and off within a few frames, and at 120 fps each switch
+# jerked the knee.
+SWING_SMOOTH = 0.03
+# Where the Gaussian moves a frame it may not change, the difference is carried back into the frames around
+# it, fading out over this many Gaussian widths (count): the foot meets each contact as it is, with no jump.
+SWING_REACH = 3.0
+# A sole the animation has this close to its floor is where the animator put it: not smoothed (x leg).
+SOLE_DOWN = 1e-4
+# Smoothed fully where the plan lifts the foot this far over the terrain under its soles within the
+# Gaussian's reach, and not at all where it lifts it nowhere there (x leg).
+SWING_LIFTED = 0.005
+# A foot's ground between contacts comes from the contacts around it, faded into the terrain right under it
+# before the first contact and after the last. Its correction is smoothed where at least this much of it
+# (fraction) comes from the contacts; where less does, the terrain right under the foot, which jumps at a
+# step edge, weighs in it: pinned.
+ANCHORED = 0.9
+
+# --- the clearance a swinging foot keeps (`heightfield.ClearanceField`) -------------------------------------
+CLEAR_SPACING = 0.02  # node spacing of its raster (x leg)
+CLEAR_SLOPE = 0.5  # how steeply it falls away from what stands up (height per horizontal distance, ratio)
+CLEAR_RADIUS = 0.4  # how far from a rise the foot starts to clear it (x leg)
+CLEAR_TILE = 64  # nodes along a tile's side (count): tiles are computed when a foot first comes near them
+
+# --- contacts (`contacts`) ----------------------------------------------------------------------------------
+# Down: sole within LAND_HEIGHT of the floor (x leg) and slower than LAND_SPEED (x leg per second); up again
+# above LIFT_HEIGHT or faster than LIFT_SPEED.
+LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
+LAND_SPEED, LIFT_SPEED = 0.4, 0.8
+MIN_CONTACT = 0.08  # seconds: shorter contacts are dropped
+MIN_GAP = 0.05  # seconds: shorter gaps between contacts are closed
+FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
+SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this
+PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fades in and out over this
+BASELINE_WINDOW = 0.75  # seconds either side: the floor a sole's height is measured from is local to this window
+FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (over half a turn)
