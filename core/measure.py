@@ -26,8 +26,7 @@ are the legs:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -35,6 +34,9 @@ import bpy
 import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
+
+from .contacts import fps_of
+from .metrics import angular_peaks, playing_source
 
 UP = np.array([0.0, 0.0, 1.0])
 CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's floor...
@@ -269,23 +271,6 @@ def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tu
     return out
 
 
-def _angular(rotations: list[Any], fps: float) -> tuple[float, float]:
-    """Largest angular speed (deg/s) and acceleration (deg/s^2) of a sequence of rotations."""
-    if len(rotations) < 2:
-        return 0.0, 0.0
-    w = []
-    for q0, q1 in zip(rotations, rotations[1:]):
-        d = q0.inverted() @ q1
-        if d.w < 0.0:
-            d.negate()
-        axis, angle = d.to_axis_angle()
-        w.append(np.asarray(axis) * angle * fps)
-    arr = np.asarray(w)
-    speed = float(np.degrees(np.linalg.norm(arr, axis=1)).max())
-    acc = float(np.degrees(np.linalg.norm(np.diff(arr, axis=0), axis=1)).max() * fps) if len(arr) > 1 else 0.0
-    return speed, acc
-
-
 def _depth(points: np.ndarray, ground: Any) -> np.ndarray:
     """How far each point is below the ground under it (0 above; nan where there is no ground)."""
     h = ground.heights(points)
@@ -364,36 +349,14 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             excluded[a:b + 1] |= drift > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
         identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
-        kv, ka = _angular(got.knee, fps)
-        skv, ska = _angular(src.knee, fps)
-        hv, _ = _angular(got.hip, fps)
-        shv, _ = _angular(src.hip, fps)
+        kv, ka = angular_peaks(got.knee, fps)
+        skv, ska = angular_peaks(src.knee, fps)
+        hv, _ = angular_peaks(got.hip, fps)
+        shv, _ = angular_peaks(src.hip, fps)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka, ska, hv, shv,
                                identity / leg))
     return out
-
-
-@contextmanager
-def playing_source(obj: bpy.types.Object) -> Iterator[None]:
-    """The rig plays its source animation (live preview off, the source action) inside the block."""
-    from . import anim, bake, live
-
-    action = anim.action_of(obj)
-    source = bake.source_of(action)
-    slot = getattr(anim.slot_of(obj), "identifier", None)
-    was_live = obj.name in live.live_rigs
-    live.live_rigs.discard(obj.name)
-    live.restore_for_edit(obj)
-    if source is not None:
-        anim.assign(obj, source, slot)
-    try:
-        yield
-    finally:
-        if source is not None and action is not None:
-            anim.assign(obj, action, slot)
-        if was_live:
-            live.live_rigs.add(obj.name)
 
 
 def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], frames: Sequence[int],
@@ -401,14 +364,12 @@ def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], 
     """The independent figures of `obj` as it plays now (a bake or live preview) over `frames`, on the
     terrain made of `terrain_objects`, against its source animation. `feet`: the bones to measure (the
     deform bones of a control rig), else the legs of the rig's settings."""
-    from .contacts import fps_of
-
     feet = list(feet) if feet is not None else feet_of(obj)
     if not feet:
         return []
     ground = Ground(terrain_objects, bpy.context.evaluated_depsgraph_get())
     ours = sample(obj, feet, frames, scene)
-    with playing_source(obj):
+    with playing_source(obj, scene):
         source = sample(obj, feet, frames, scene)
     scene.frame_set(scene.frame_current)
     return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps_of(scene))

@@ -12,6 +12,8 @@ animation and the result are measured on the same frames.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -147,8 +149,8 @@ class Meter:
             leg = sum(self.rest[lb.name].values()) * world_scale(self.obj)
             n = max(len(tr.knee), len(tr.heights), 1)
             m = LimbMetrics(lb.name, lb.kind, n, leg, bone_length_error=tr.length_error)
-            m.knee_velocity_max, m.knee_acceleration_max = _angular(tr.knee, self.fps)
-            m.hip_velocity_max, m.hip_acceleration_max = _angular(tr.hip, self.fps)
+            m.knee_velocity_max, m.knee_acceleration_max = angular_peaks(tr.knee, self.fps)
+            m.hip_velocity_max, m.hip_acceleration_max = angular_peaks(tr.hip, self.fps)
             if tr.reach:
                 m.reach_error_max, m.reach_frames = max(tr.reach), len(tr.reach)
             if lb.kind == "FOOT" and tr.heights:
@@ -177,7 +179,7 @@ class Meter:
         return out
 
 
-def _angular(rotations: list[Any], fps: float) -> tuple[float, float]:
+def angular_peaks(rotations: list[Any], fps: float) -> tuple[float, float]:
     """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations."""
     if len(rotations) < 2:
         return 0.0, 0.0
@@ -211,9 +213,10 @@ def source_floor(obj: bpy.types.Object) -> FlatGround:
     return FlatGround(obj.matrix_world @ Vector((0.0, 0.0, s.floor_height)), up_axis(obj))
 
 
-def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
-    """The source animation's own figures (live preview off, the source action): hover, skate and pops on
-    its own floor, penetration against `terrain` (what Contact IK fixes)."""
+@contextmanager
+def playing_source(obj: bpy.types.Object, scene: bpy.types.Scene) -> Iterator[None]:
+    """Inside the block the rig plays its source animation: live preview paused, the source action
+    assigned (where the rig plays a bake); all as it was after it."""
     action = anim.action_of(obj)
     source = bake.source_of(action)
     slot = getattr(anim.slot_of(obj), "identifier", None)
@@ -221,11 +224,18 @@ def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene
         if source is not None:
             anim.assign(obj, source, slot)
         try:
-            own = measure(obj, source_floor(obj), frames, scene)
-            on_terrain = measure(obj, terrain, frames, scene) if terrain is not None else own
+            yield
         finally:
             if source is not None and action is not None:
                 anim.assign(obj, action, slot)
+
+
+def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
+    """The source animation's own figures (live preview off, the source action): hover, skate and pops on
+    its own floor, penetration against `terrain` (what Contact IK fixes)."""
+    with playing_source(obj, scene):
+        own = measure(obj, source_floor(obj), frames, scene)
+        on_terrain = measure(obj, terrain, frames, scene) if terrain is not None else own
     for m, t in zip(own, on_terrain):
         m.penetration_max, m.penetration_frames = t.penetration_max, t.penetration_frames
     return own
