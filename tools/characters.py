@@ -151,27 +151,20 @@ def gltf(tmp: pathlib.Path) -> bpy.types.Object:
     return _only_armature()
 
 
-def _in_place(rig: bpy.types.Object) -> list[tuple[int, float]]:
-    """Take the travel (-Y) out of the hips' keys; the travel per frame, to key elsewhere."""
-    bones = rig.data.bones
-    to_local = bones["spine"].matrix_local.to_3x3().inverted()
-    travel = []
-    action = rig.animation_data.action
+def _carried_by(owner: bpy.types.Object, rig: bpy.types.Object) -> None:
+    """Take the travel (-Y) out of the hips' keys and key it on `owner` (the rig itself, or a parent)."""
+    to_local = rig.data.bones["spine"].matrix_local.to_3x3().inverted()
     walk = demo_scene.Walk()
     for f in range(1, FRAMES + 1):
-        s = walk.body_s(f)
-        travel.append((f, s))
         rig.pose.bones["spine"].location = to_local @ Vector((0.0, 0.0, walk.bob(f)))
         rig.pose.bones["spine"].keyframe_insert("location", frame=f, group="spine")
-    del action
-    return travel
+        owner.location = (0.0, -walk.body_s(f), 0.0)
+        owner.keyframe_insert("location", frame=f)
 
 
 def root_motion_object(tmp: pathlib.Path) -> bpy.types.Object:
     rig, _body = _walk()
-    for f, s in _in_place(rig):
-        rig.location = (0.0, -s, 0.0)
-        rig.keyframe_insert("location", frame=f)
+    _carried_by(rig, rig)
     return rig
 
 
@@ -180,9 +173,7 @@ def root_motion_parent(tmp: pathlib.Path) -> bpy.types.Object:
     mover = bpy.data.objects.new("Mover", None)
     bpy.context.scene.collection.objects.link(mover)
     rig.parent = mover
-    for f, s in _in_place(rig):
-        mover.location = (0.0, -s, 0.0)
-        mover.keyframe_insert("location", frame=f)
+    _carried_by(mover, rig)
     return rig
 
 
@@ -322,15 +313,7 @@ def _feet_path(obj: bpy.types.Object, scene: bpy.types.Scene) -> tuple[Any, floa
     scene.frame_set(scene.frame_start)
     p = np.array([(v.x, v.y, v.z) for v in pts])
     floor = float(p[:, 2].min()) - 0.1 * leg  # the ankles are about a tenth of a leg over the sole
-    xy = p[:, :2]
-    start = xy[:4].mean(axis=0)
-    travel = xy[-4:].mean(axis=0) - start
-    d = travel / np.linalg.norm(travel) if np.linalg.norm(travel) > 1e-6 else np.array([0.0, -1.0])
-    side = np.array([-d[1], d[0]])
-    along, across = (xy - start) @ d, (xy - start) @ side
-    path = quality.Path(Vector((start[0], start[1], floor)), Vector((d[0], d[1], 0.0)), float(max(0.0, -along.min())),
-                        float(along.max()), float(np.abs(across).max()))
-    return path, leg
+    return quality.path_through(p[:, :2], floor, ends=4), leg
 
 
 def run_case(name: str, kind: str, tmp: pathlib.Path) -> dict[str, Any]:

@@ -56,9 +56,9 @@ def _cli_args():  # type: ignore[no-untyped-def]
     return sys.modules[name]
 
 
-_args = _cli_args()
-WARNED, InputError, Job, batch_jobs, job_args = (_args.WARNED, _args.InputError, _args.Job, _args.batch_jobs,
-                                                 _args.job_args)
+cli_args = _cli_args()
+WARNED, InputError, Job, batch_jobs, job_args = (cli_args.WARNED, cli_args.InputError, cli_args.Job,
+                                                 cli_args.batch_jobs, cli_args.job_args)
 
 MANIFEST = "contact_ik_batch.manifest.json"
 PARTIAL = ".contact_ik_partial"

@@ -24,7 +24,7 @@ def coordinate(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT / "tools"))
     import cluster
 
-    cli_args = cluster._args
+    cli_args = cluster.cli_args
     try:
         args = cli_args.parser().parse_args(argv)
     except SystemExit as exc:  # argparse printed the usage

@@ -67,14 +67,19 @@ def clip_path(obj: bpy.types.Object, scene: bpy.types.Scene, floor_z: float) -> 
                 pts.append(obj.matrix_world @ obj.pose.bones[lb.end_bone].head)
         if pelvis:
             pts.append(obj.matrix_world @ obj.pose.bones[pelvis].head)
-    p = np.array([(v.x, v.y) for v in pts])
-    start = p[:3].mean(axis=0)
-    travel = p[-3:].mean(axis=0) - start
+    return path_through(np.array([(v.x, v.y) for v in pts]), floor_z)
+
+
+def path_through(p: np.ndarray, floor_z: float, ends: int = 3) -> Path:
+    """The path on the ground through world points `p` (N x 2, in time order): from the mean of the first
+    `ends` to the mean of the last, and how far the points stray behind, ahead and to the sides."""
+    start = p[:ends].mean(axis=0)
+    travel = p[-ends:].mean(axis=0) - start
     d = travel / np.linalg.norm(travel) if np.linalg.norm(travel) > 1e-9 else np.array([0.0, -1.0])
     side = np.array([-d[1], d[0]])
     along = (p - start) @ d
     across = (p - start) @ side
-    return Path(Vector((start[0], start[1], floor_z)), Vector((d[0], d[1], 0.0)), float(-along.min()),
+    return Path(Vector((start[0], start[1], floor_z)), Vector((d[0], d[1], 0.0)), float(max(0.0, -along.min())),
                 float(along.max()), float(np.abs(across).max()))
 
 
