@@ -126,6 +126,11 @@ def run(inputs: Sequence[str], args: argparse.Namespace, runner: Optional[str] =
     finally:
         client.close()
     _clean_partials(out_dir, [j.key for j, _f in todo])
+    # The manifest records the outputs as they are on disk at the end (each written whole by one rename).
+    for key, entry in manifest["jobs"].items():
+        if entry.get("outcome") == "baked" and key in {j.key for j, _f in todo}:
+            entry["outputs"] = {p: _sha256(pathlib.Path(p)) for p in entry["outputs"] if pathlib.Path(p).is_file()}
+    _write_json_atomic(out_dir / MANIFEST, manifest)
 
     ordered = [entries[j.key] for j in jobs]
     failed = [e for e in ordered if e["outcome"] == "failed"]
@@ -167,6 +172,9 @@ def _gather(futures: dict, entries: dict, manifest: dict, out_dir: pathlib.Path,
                 result = {"outcome": "failed", "error": f"{type(exc).__name__}: {exc}", "attempts": None}
             finished.append((fut, result))
         for fut, result in finished:
+            # Forget the task at once: a result held by a worker that then dies would otherwise be computed
+            # again, and that second run would write the outputs again behind the manifest's back.
+            fut.release()
             job, fingerprint = pending.pop(fut)
             entry = _entry(job, fingerprint, **result)
             entries[job.key] = entry
