@@ -307,15 +307,16 @@ def _check_mesh(obj: bpy.types.Object, spec: str) -> None:
 
 
 def flat_ground(obj: bpy.types.Object) -> bpy.types.Object:
-    """A large plane at the animation's floor, in the armature's space (any up axis, any scale)."""
+    """A large plane at the animation's floor (world Z), under the armature (any rotation, any scale)."""
     import bmesh
     from mathutils import Matrix
 
     from .core import setup
+    from .core.rig import world_scale
 
     s = _addon().settings(obj)
     s.floor_height = setup.detect_floor(obj, bpy.context.scene)
-    leg = max((lb.length for lb in s.limbs), default=1.0) or 1.0
+    leg = (max((lb.length for lb in s.limbs), default=1.0) or 1.0) * world_scale(obj)
     bm = bmesh.new()
     bmesh.ops.create_grid(bm, x_segments=1, y_segments=1, size=500.0 * leg)
     me = bpy.data.meshes.new("Contact IK Ground")
@@ -323,7 +324,8 @@ def flat_ground(obj: bpy.types.Object) -> bpy.types.Object:
     bm.free()
     ground = bpy.data.objects.new("Contact IK Ground", me)
     bpy.context.scene.collection.objects.link(ground)
-    ground.matrix_world = obj.matrix_world @ Matrix.Translation((0.0, 0.0, s.floor_height))
+    at = obj.matrix_world.translation
+    ground.matrix_world = Matrix.Translation((at.x, at.y, s.floor_height))
     return ground
 
 

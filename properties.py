@@ -60,16 +60,16 @@ class ContactIKContact(bpy.types.PropertyGroup):
     )
     lock: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Lock Point", size=3, subtype="XYZ",
-        description="Where the ankle stays during the contact, in the armature's space (the animation's mean "
+        description="Where the ankle stays during the contact, in world space (the animation's mean "
         "ankle position over the contact; set when contacts are detected or edited)",
     )
     enter: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Ankle at Landing", size=3, subtype="XYZ",
-        description="The animation's ankle position (armature space) on the contact's first frame",
+        description="The animation's ankle position (world space) on the contact's first frame",
     )
     leave: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Ankle at Lift-off", size=3, subtype="XYZ",
-        description="The animation's ankle position (armature space) on the contact's last frame",
+        description="The animation's ankle position (world space) on the contact's last frame",
     )
     drop_in: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Hover at Landing", subtype="DISTANCE",
@@ -81,18 +81,18 @@ class ContactIKContact(bpy.types.PropertyGroup):
     )
     heel: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Heel", size=3, subtype="XYZ",
-        description="The heel end of the contact's footprint relative to the lock point (armature space): the "
+        description="The heel end of the contact's footprint relative to the lock point (world space): the "
         "smallest rectangle holding the heel and toe tip of every frame of the contact, kept off step edges. "
         "With Toe, its centre line; with Footprint Width, its half width. Zero for none",
     )
     toe: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Toe", size=3, subtype="XYZ",
-        description="The toe end of the contact's footprint relative to the lock point (armature space)",
+        description="The toe end of the contact's footprint relative to the lock point (world space)",
     )
     width: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Footprint Width", subtype="DISTANCE", min=0.0,
         description="Half the width of the contact's footprint, either side of the line from Heel to Toe "
-        "(armature units)",
+        "(world units)",
     )
 
 
@@ -224,8 +224,8 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     floor_height: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed,
         name="Floor Height",
-        description="Height of the animation's own floor along the armature's up axis, in the armature's units "
-        "(detected from where the feet rest when Plant Feet runs)",
+        description="Height (world Z) of the animation's own floor, in scene units, whatever the armature's "
+        "rotation or scale (detected from where the feet rest when Plant Feet runs)",
         default=0.0,
         subtype="DISTANCE",
     )

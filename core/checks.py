@@ -14,7 +14,7 @@ import numpy as np
 from mathutils import Vector
 
 from .model import Rays
-from .rig import settings, up_axis
+from .rig import UP, settings, world_scale
 
 # Longest frame range Plant Feet samples at once (contacts are detected on every frame): 70 minutes at 24 fps.
 MAX_PLANT_FRAMES = 100_000
@@ -100,10 +100,12 @@ def settings_error(obj: bpy.types.Object) -> Optional[str]:
             if limb.length > 0.0 and value > MAX_RATIO * limb.length:
                 return (f"{label} of limb {limb.name!r} is {value:.3g}, over {MAX_RATIO} times the limb's length "
                         f"({limb.length:.3g}): set it in the Contact IK panel (Limbs)")
-    size = max((lb.length for lb in enabled), default=0.0)
-    if size > 0.0 and abs(s.floor_height) > MAX_RATIO * size:
+    size = max((lb.length for lb in enabled), default=0.0) * world_scale(obj)
+    above = s.floor_height - obj.matrix_world.translation.z
+    if size > 0.0 and not abs(above) <= MAX_RATIO * size:
         return (f"Floor Height of {obj.name!r} is {s.floor_height:.3g}, over {MAX_RATIO} times the leg length "
-                f"({size:.3g}): set it in the Contact IK panel (or turn on Detect Floor and run Plant Feet)")
+                f"({size:.3g}) from the armature's own height ({obj.matrix_world.translation.z:.3g}): set it in the "
+                "Contact IK panel (or turn on Detect Floor and run Plant Feet)")
     return None
 
 
@@ -257,7 +259,7 @@ def feet_over_terrain(obj: bpy.types.Object, s: Any, terrain: Any) -> bool:
     feet = [lb for lb in s.limbs if lb.enabled and lb.kind == "FOOT" and limb_error(obj, lb) is None]
     if not feet:
         return True
-    up = np.array(up_axis(obj))
+    up = np.array(UP)
     low, high = terrain.extent(up)
     rays = Rays(terrain)
     for limb in feet:

@@ -7,7 +7,7 @@ the animation lifts it. Both thresholds have hysteresis (a stricter one to
 land than to stay down) and are relative to the leg length and per second, so they hold at any scale
 and frame rate; contacts shorter than `MIN_CONTACT` seconds are dropped and gaps shorter than
 `MIN_GAP` closed. Each contact stores its frames and its lock point (the ankle's mean position over
-the contact, in the armature's space). Contacts are ordinary settings the user can edit in the panel.
+the contact, in world space). Contacts are ordinary settings the user can edit in the panel.
 
 During a contact the foot's ankle stays at the lock point (along the ground) and its sole is put down on
 the terrain; between contacts the correction blends across the swing (`lock_at`).
@@ -24,7 +24,7 @@ from mathutils import Vector
 from . import state
 from .checks import limb_is_usable
 from .model import LockTrack, smoothstep
-from .rig import heel_local, settings
+from .rig import heel_local, settings, world_scale
 from .tuning import (
     BASELINE_WINDOW,
     FADE,
@@ -91,8 +91,9 @@ def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
 
 
 def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
-    """Per foot limb (by index): ankle positions (armature space), lowest sole height above the floor
-    and the lowest sole point's speed, over frames [start, end] of the animation (live preview off)."""
+    """Per foot limb (by index): ankle positions, lowest sole height above the floor and the lowest sole
+    point's speed, over frames [start, end] of the animation (live preview off), all in world space: root
+    motion on the object or a parent moves the feet as the viewer sees them, and a planted foot stays put."""
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
@@ -104,16 +105,17 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
             pbs = obj.pose.bones
+            mw = obj.matrix_world.copy()
             for i, lb in feet:
                 foot = pbs[lb.end_bone]
-                pts = [foot.matrix @ heels[i]]
+                pts = [mw @ (foot.matrix @ heels[i])]
                 if lb.toe_bone and lb.toe_bone in pbs:
-                    pts.append(pbs[lb.toe_bone].tail.copy())
+                    pts.append(mw @ pbs[lb.toe_bone].tail)
                 low = min(pts, key=lambda p: p.z)
                 d = out[i]
-                d["ankle"][k] = foot.head
+                d["ankle"][k] = mw @ foot.head
                 d["heel"][k] = pts[0]
-                d["toe"][k] = pts[1] if len(pts) > 1 else foot.tail
+                d["toe"][k] = pts[1] if len(pts) > 1 else mw @ foot.tail
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
                 d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
@@ -136,9 +138,10 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
     samples = sample_feet(obj, scene, start, end)
     fps = fps_of(scene)
     total = 0
+    scale = world_scale(obj)
     for i, d in samples.items():
         limb = s.limbs[i]
-        leg = limb.length or 1.0
+        leg = (limb.length or 1.0) * scale  # world units, as the samples
         limb.contacts.clear()
         for a, b in find_contacts(d["height"], d["speed"], leg, fps):
             c = limb.contacts.add()
@@ -179,7 +182,7 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
 
 
 def footprint(heel: np.ndarray, toe: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...], float]:
-    """The smallest rectangle in the ground plane (armature X and Y) holding the points `heel` and `toe`
+    """The smallest rectangle in the ground plane (world X and Y) holding the points `heel` and `toe`
     (N, 3): (back end, front end, half width), the ends on its centre line, the front toward the toe."""
     pts = np.concatenate((heel, toe))[:, :2]
     forward = toe[:, :2].mean(axis=0) - heel[:, :2].mean(axis=0)

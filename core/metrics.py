@@ -25,7 +25,7 @@ from .checks import limb_is_usable
 from .contacts import fps_of
 from .errors import UserError
 from .ground import Hit, terrain_objects
-from .rig import heel_local, settings, up_axis, world_scale
+from .rig import UP, heel_local, settings, world_scale
 from .state import caches
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class Meter:
 
     def sample(self) -> None:
         obj = self.obj
-        up = up_axis(obj)
+        up = Vector(UP)
         mw = obj.matrix_world
         pbs = obj.pose.bones
         for lb in self.limbs:
@@ -143,7 +143,7 @@ class Meter:
 
     def result(self) -> list[LimbMetrics]:
         out = []
-        up = up_axis(self.obj)
+        up = Vector(UP)
         for lb in self.limbs:
             tr = self.tracks[lb.name]
             leg = sum(self.rest[lb.name].values()) * world_scale(self.obj)
@@ -208,9 +208,8 @@ def measure(obj: bpy.types.Object, ground: Any, frames: list[int], scene: bpy.ty
 
 
 def source_floor(obj: bpy.types.Object) -> FlatGround:
-    """The source animation's own floor (the armature's floor height), as a ground to measure on."""
-    s = settings(obj)
-    return FlatGround(obj.matrix_world @ Vector((0.0, 0.0, s.floor_height)), up_axis(obj))
+    """The source animation's own floor (the rig's floor height, world Z), as a ground to measure on."""
+    return FlatGround(Vector((0.0, 0.0, settings(obj).floor_height)), Vector(UP))
 
 
 @contextmanager

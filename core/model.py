@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from mathutils import Matrix, Vector
+from mathutils import Vector
 
-from ..solvers.rotations import mat_to_quat, q_between, qmul, qrot, qslerp, xform
+from ..solvers.rotations import mat_to_quat, q_between, qmul, qrot, qslerp
 from .heightfield import DownHits
 from .tuning import (
     ALIGN_FADE,
@@ -195,7 +195,7 @@ def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, p
 
 @dataclass
 class LockTrack:
-    """Foot locking per frame (`contacts.locks_over`), in the armature's space and units. In a contact
+    """Foot locking per frame (`contacts.locks_over`), in world space and units. In a contact
     (`weight` 1) the ankle is pinned (along the ground) to `point` and the sole put down (`down` 1); between
     contacts it is shifted by `offset` and its sole raised by `rise`. Its ground comes from the contact it
     left (`from_point`, `from_weight`) and the one it lands on (`to_point`, `to_weight`); the rest, up to 1,
@@ -271,25 +271,26 @@ class Rays:
 
 @dataclass
 class Placement:
-    """Where the armature stands, per frame: its up axis (`up`, unit), a point of its floor (`base`), its
-    world matrix and mean scale (`scale`, world units per armature unit)."""
+    """Where the armature stands, per frame: world up (`up`, unit: the scene's Z, `rig.UP`), a point of the
+    animation's floor (`base`, at world height `floor_height`) and the armature's mean scale (`scale`,
+    world units per armature unit, from its world matrices `matrix`)."""
 
     matrix: np.ndarray  # (N, 4, 4)
-    floor_height: float  # armature units
+    floor_height: float  # world units, along world Z
 
     def __post_init__(self) -> None:
-        mw = self.matrix
-        self.up = mw[:, :3, 2] / np.linalg.norm(mw[:, :3, 2], axis=1)[:, None]
-        self.base = mw[:, :3, 3] + mw[:, :3, 2] * self.floor_height
-        self.scale = np.abs(np.linalg.norm(mw[:, :3, :3], axis=1)).mean(1)
+        n = len(self.matrix)
+        self.up = np.tile(np.array([0.0, 0.0, 1.0]), (n, 1))
+        self.base = np.tile(np.array([0.0, 0.0, self.floor_height]), (n, 1))
+        self.scale = np.abs(np.linalg.norm(self.matrix[:, :3, :3], axis=1)).mean(1)
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
-        return np.einsum("ni,ni->n", points - self.base, self.up)  # type: ignore[no-any-return]
+        return points[:, 2] - self.floor_height  # type: ignore[no-any-return]
 
     def level(self, heights: np.ndarray) -> np.ndarray:
         """Heights along the up axis (as `DownHits.height`) made heights above the floor."""
-        return heights - np.einsum("ni,ni->n", self.base, self.up)  # type: ignore[no-any-return]
+        return heights - self.floor_height  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -546,12 +547,11 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     if lk is not None and (lk.weight.any() or lk.down.any() or lk.offset.any() or lk.rise.any()):
         # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
         # carries it between contacts), and the sole down onto the ground.
-        d = np.where((lk.weight > 0.0)[:, None], xform(at.matrix, lk.point) - ankle,
-                     np.einsum("nij,nj->ni", at.matrix[:, :3, :3], lk.offset))
+        d = np.where((lk.weight > 0.0)[:, None], lk.point - ankle, lk.offset)  # world space, as the locks
         move = d - up * _dot(d, up)[:, None]
         ankle = ankle + move
         soles = [p + move for p in soles]
-        heights = heights * (1.0 - lk.down)[:, None] + (lk.rise * at.scale)[:, None]
+        heights = heights * (1.0 - lk.down)[:, None] + lk.rise[:, None]
     clearance = np.maximum(0.0, heights.min(1))
     lift = up * window[:, None]
     anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())
@@ -559,7 +559,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # foot's): one cast.
     points = [ankle]
     if lk is not None and anchored_ground:
-        points += [xform(at.matrix, lk.from_point), xform(at.matrix, lk.to_point)]
+        points += [lk.from_point, lk.to_point]
     hits = rays.cast(np.concatenate(points) + np.tile(lift, (len(points), 1)),
                      np.tile(np.broadcast_to(reach, (n,)), len(points)), np.tile(up, (len(points), 1)))
     under = DownHits(hits.hit[:n], hits.height[:n], hits.normal[:n])
@@ -659,7 +659,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # by the hover the foot carries (`LockTrack.rise`, blended across the swing), not by how far its sole
     # happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the body).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
-    lowered = np.where(lk.weight > 0.0, lifted, -lk.rise * at.scale) if lk is not None else 0.0
+    lowered = np.where(lk.weight > 0.0, lifted, -lk.rise) if lk is not None else 0.0
     support = held * (ground_support - lowered) + (1.0 - held) * window
     down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)
     pinned = ~planned | ~np.isfinite(best) | ~anchored | down
@@ -667,19 +667,16 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
 
 
-def place_footprints(mw: Matrix, cs: list[Any], terrain: Any, up: Vector, leg: float) -> list[Vector]:
-    """The lock points (armature space) of contacts `cs`, each moved off any step edge its footprint straddles
+def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:
+    """The lock points (world space) of contacts `cs`, each moved off any step edge its footprint straddles
     (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid, neighbouring samples more than
     FOOT_EDGE x leg apart in height) across the ground, on a grid of FOOT_STEP x leg and at most FOOT_SHIFT
     x leg, to the nearest place where it does not: a foot lands on one tread, not half on two."""
-    m = np.array(mw, dtype=np.float64)
-    u = np.array(up, dtype=np.float64)
-    scale = float(np.abs(np.linalg.norm(m[:3, :3], axis=0)).mean())
+    u = np.array([0.0, 0.0, 1.0])
     lock = np.array([tuple(c.lock) for c in cs], dtype=np.float64)
-    heel = lock + np.array([tuple(c.heel) for c in cs], dtype=np.float64)
-    toe = lock + np.array([tuple(c.toe) for c in cs], dtype=np.float64)
-    width = np.array([c.width for c in cs], dtype=np.float64) * scale
-    h, t = heel @ m[:3, :3].T + m[:3, 3], toe @ m[:3, :3].T + m[:3, 3]
+    h = lock + np.array([tuple(c.heel) for c in cs], dtype=np.float64)
+    t = lock + np.array([tuple(c.toe) for c in cs], dtype=np.float64)
+    width = np.array([c.width for c in cs], dtype=np.float64)
     axis = t - h
     axis -= u * (axis @ u)[:, None]
     length = np.linalg.norm(axis, axis=1)
@@ -700,8 +697,8 @@ def place_footprints(mw: Matrix, cs: list[Any], terrain: Any, up: Vector, leg: f
     keep = r <= FOOT_SHIFT * leg + 1e-12
     order = np.lexsort((-kx[keep], r[keep]))  # nearest first, forward first among equals
     kx, ky = kx[keep][order], ky[keep][order]
-    low, high = terrain.extent(up)
-    rays = terrain.down_rays(up)
+    low, high = terrain.extent(u)
+    rays = terrain.down_rays(u)
 
     def heights(pts: np.ndarray) -> np.ndarray:
         """The highest terrain under points (..., 3), nan where none."""
@@ -722,10 +719,10 @@ def place_footprints(mw: Matrix, cs: list[Any], terrain: Any, up: Vector, leg: f
         hh = heights(grid[todo, None] + shifts[:, :, None, None])  # (C', K, S, 3)
         level = is_level(hh)
         # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
-        under = heights(lock[todo] @ m[:3, :3].T + m[:3, 3])
+        under = heights(lock[todo])
         mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)
         same = level & (np.abs(mean - under[:, None]) <= FOOT_EDGE * leg)
         level = np.where(same.any(1)[:, None], same, level)
         first = level.argmax(1)
         move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
-    return [Vector(p) for p in lock + move @ np.linalg.inv(m[:3, :3]).T]
+    return [Vector(p) for p in lock + move]

@@ -20,7 +20,7 @@ from . import rig
 from .checks import limb_is_usable
 from .contacts import locks_over
 from .model import LockTrack, place_footprints
-from .rig import anim_paths, bone_names, heel_local, object_moves, rest_leg_length, settings, up_axis
+from .rig import anim_paths, bone_names, heel_local, object_moves, rest_leg_length, settings
 
 if TYPE_CHECKING:
     import bpy
@@ -82,16 +82,15 @@ def _static(obj: Any) -> bool:
 
 
 def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
-    """The lock points (armature space) of `limb`'s contacts, each moved off any step edge its footprint
-    straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per terrain,
-    rig placement and contacts."""
+    """The lock points (world space) of `limb`'s contacts, each moved off any step edge its footprint
+    straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per terrain
+    and contacts (`leg`: world units)."""
     cs = list(limb.contacts)
     if not cs or not limb.use_lock:
         return None
-    mw = obj.matrix_world
-    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), tuple(tuple(r) for r in mw),
+    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"),
            tuple((tuple(c.lock), tuple(c.heel), tuple(c.toe), c.width) for c in cs))
-    return terrain.memo(key, lambda: place_footprints(mw, cs, terrain, up_axis(obj), leg))  # type: ignore[no-any-return]
+    return terrain.memo(key, lambda: place_footprints(cs, terrain, leg))  # type: ignore[no-any-return]
 
 
 def has_limbs(obj: bpy.types.Object) -> bool:
@@ -148,7 +147,7 @@ class RigReader:
                 weights=np.empty(rows), targets=np.empty((rows, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((rows, 3)) if pole_object is not None else None,
             )
-            if lb.kind == "FOOT" and terrain is not None and not moves:
+            if lb.kind == "FOOT" and terrain is not None:
                 spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names))
             self.limbs.append(spec)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}

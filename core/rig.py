@@ -28,13 +28,18 @@ def settings(obj: bpy.types.Object) -> ContactIKSettings:
     return obj.contact_ik  # type: ignore[attr-defined,no-any-return]
 
 
-def up_axis(obj: bpy.types.Object) -> Vector:
-    """The armature's up axis in world space (its local Z)."""
-    return (obj.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0))).normalized()
+# Up is the scene's world Z, whatever the armature object's rotation, scale or parents and whatever the
+# convention of the file it came from: the floor, contacts, rays and reports are all in world space.
+UP = (0.0, 0.0, 1.0)
 
 
-def floor_point(obj: bpy.types.Object, floor_height: float) -> Vector:
-    return obj.matrix_world @ Vector((0.0, 0.0, floor_height))
+def local_up(obj: bpy.types.Object) -> Vector:
+    """World up as a direction in the armature's own space (its rest pose's "up" for the sole)."""
+    m = obj.matrix_world.to_3x3()
+    try:
+        return (m.inverted() @ Vector(UP)).normalized()
+    except ValueError:  # a degenerate (zero-scale) object: its own Z
+        return Vector(UP)
 
 
 def world_scale(obj: bpy.types.Object) -> float:
@@ -46,7 +51,7 @@ def heel_local(obj: bpy.types.Object, foot_bone: str, foot_offset: float) -> Vec
     """The heel (the sole point under the ankle at rest) in the foot bone's own frame."""
     bone = obj.data.bones[foot_bone]
     rest = bone.matrix_local
-    heel_arm = bone.head_local - Vector((0.0, 0.0, foot_offset))
+    heel_arm = bone.head_local - local_up(obj) * foot_offset
     return rest.inverted_safe() @ heel_arm
 
 

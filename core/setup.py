@@ -15,21 +15,23 @@ from . import checks, contacts, detect, state
 from .checks import limb_is_usable
 from .errors import UserError
 from .ground import terrain_objects
-from .rig import heel_local, settings
+from .rig import heel_local, local_up, settings
 
 if TYPE_CHECKING:
     import bpy
 
 
 def foot_offset_at_rest(obj: bpy.types.Object, foot: str, toe: str | None) -> float:
-    """Ankle height above the lowest point of the foot (and toe) in the rest pose, armature units."""
+    """Ankle height above the lowest point of the foot (and toe) in the rest pose, along world up (`rig.UP`),
+    armature units."""
     bones = obj.data.bones
     fb = bones[foot]
-    lows = [fb.tail_local.z]
+    up = local_up(obj)
+    lows = [fb.tail_local.dot(up)]
     if toe and toe in bones:
-        lows.append(bones[toe].tail_local.z)
-        lows.append(bones[toe].head_local.z)
-    return max(0.0, fb.head_local.z - min(lows))
+        lows.append(bones[toe].tail_local.dot(up))
+        lows.append(bones[toe].head_local.dot(up))
+    return max(0.0, fb.head_local.dot(up) - min(lows))
 
 
 def common_ancestor(obj: bpy.types.Object, names: Sequence[str]) -> str:
@@ -124,7 +126,7 @@ def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length:
 
 
 def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 60) -> float:
-    """The animation's floor: the lowest any sole point goes over the scene's frame range (armature Z)."""
+    """The animation's floor: the lowest any sole point goes over the scene's frame range (world Z)."""
     s = settings(obj)
     feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and lb.end_bone and limb_is_usable(obj, lb)]
     if not feet:
@@ -137,12 +139,13 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 6
     with state.paused([obj], scene, restore=False):
         for f in frames:
             scene.frame_set(f)
+            mw = obj.matrix_world
             for limb in feet:
                 pb = obj.pose.bones[limb.end_bone]
-                heel = pb.matrix @ heel_local(obj, limb.end_bone, limb.foot_offset)
+                heel = mw @ (pb.matrix @ heel_local(obj, limb.end_bone, limb.foot_offset))
                 zs = [heel.z]
                 if limb.toe_bone and limb.toe_bone in obj.pose.bones:
-                    zs.append(obj.pose.bones[limb.toe_bone].tail.z)
+                    zs.append((mw @ obj.pose.bones[limb.toe_bone].tail).z)
                 low = min(zs)
                 lowest = low if lowest is None else min(lowest, low)
     return float(lowest) if lowest is not None else s.floor_height

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import harness
 import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Quaternion, Vector
 from mathutils.bvhtree import BVHTree
 
 ground = harness.module("core.ground")
@@ -81,7 +81,7 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     foot = 0.25 * LEG
     straddling = _contact((0.0, edge - 0.17 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot, -0.08))
     on_tread = _contact((0.3, edge + 0.15 * LEG, 0.08), (0.0, -0.05 * LEG, -0.08), (0.0, foot - 0.1 * LEG, -0.08))
-    placed = model.place_footprints(Matrix.Identity(4), [straddling, on_tread], terrain, UP, LEG)
+    placed = model.place_footprints([straddling, on_tread], terrain, LEG)
     assert (placed[1] - Vector(on_tread.lock)).length == 0.0  # level already: left where it was
     moved = placed[0] - Vector(straddling.lock)
     assert 0.0 < moved.length <= tuning.FOOT_SHIFT * LEG + 1e-9
@@ -143,9 +143,8 @@ def test_a_foot_turning_in_place_by_a_step_edge_is_moved_onto_one_tread():
     edge = 2 * TREAD
     lock = (0.0, edge + 0.12 * LEG, 0.08)  # the toe reaches 0.23 leg back, over the riser to the tread below
     assert min(_tread_height(lock[1] + y) for y in toe[:, 1]) != _tread_height(lock[1])
-    placed, before = model.place_footprints(Matrix.Identity(4), [_contact(lock, back, front, half),
-                                                                 _contact(lock, *_old_footprint(heel, toe))],
-                                            terrain, UP, LEG)
+    placed, before = model.place_footprints([_contact(lock, back, front, half),
+                                             _contact(lock, *_old_footprint(heel, toe))], terrain, LEG)
     assert before == Vector(lock)  # the footprint before fitted no tread within reach: the foot stayed
     assert 0.0 < (placed - Vector(lock)).length <= tuning.FOOT_SHIFT * LEG + 1e-9
     levels = {_tread_height(placed.y + y) for y in np.concatenate((heel[:, 1], toe[:, 1]))}

@@ -99,7 +99,7 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
             fk_clear[f, side] = min(p.z for p in _sole_points(obj, side, offset))
     assert s.limbs[0].length * object_scale == pytest.approx(leg)  # defaults measured on the rig
     _plant(obj, terrain)
-    floor = s.floor_height * object_scale  # armature units to world
+    floor = s.floor_height  # world Z (the rig's floor is in world space)
     tree = BVHTree.FromObject(terrain, bpy.context.evaluated_depsgraph_get())
     tol = 1e-3 * leg
     pelvis_z = []

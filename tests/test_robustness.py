@@ -560,6 +560,10 @@ def test_huge_transform_gives_a_finite_pose(capfd):
     bpy.context.view_layer.update()
     bpy.context.scene.frame_set(6)
     assert _all_finite(obj)
+    # The floor is in world space: the armature is now 1e9 above it, which the bake refuses, saying how to fix it.
+    result, msg = _op("bake", capfd)
+    assert result == {"CANCELLED"} and "Floor Height of 'metarig'" in msg and "Contact IK panel" in msg, msg
+    props.settings(obj).floor_height = obj.matrix_world.translation.z  # as the message says
     assert _op("bake", capfd)[0] == {"FINISHED"}
     keys = anim.channel_snapshot(anim.action_of(obj), anim.slot_of(obj))
     assert all(math.isfinite(k) for _p, _i, ks in keys for k in ks)

@@ -183,7 +183,7 @@ def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
     s.floor_height = setup.detect_floor(obj, scene)
     contacts.detect_contacts(obj, scene)
     leg = max(lb.length for lb in s.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
-    floor_z = (obj.matrix_world @ Vector((0.0, 0.0, s.floor_height))).z
+    floor_z = s.floor_height  # world Z
     terrain = build_terrain(kind, clip_path(obj, scene, floor_z), leg)
     s.terrain = terrain
     frames = list(range(scene.frame_start, scene.frame_end + 1))
