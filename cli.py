@@ -389,8 +389,9 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     source = metrics.measure_source(obj, terrain, frames, scene)
     quality = [m.as_dict() for m in ours]
     source_quality = [m.as_dict() for m in source]
-    independent = [q.as_dict() for q in measure.measure(obj, terrain_objects(_addon().settings(obj)), frames, scene)]
-    warnings = result_warnings(obj, quality, independent)
+    found = measure.measure(obj, terrain_objects(_addon().settings(obj)), frames, scene)
+    independent = [q.as_dict() for q in found]
+    warnings = measure.warnings(obj, found)
     for w in warnings:
         print(f"contact_ik: warning: {pathlib.Path(path).name}: {w}", file=sys.stderr)
     t_measure = time.perf_counter()
@@ -421,31 +422,6 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
                     "save_s": t_end - t_measure, "total_s": t_end - t0,
                     "bake_ms_per_frame": 1000.0 * (t_bake - t_load) / max(1, len(frames))},
     }
-
-
-# A foot this far under the terrain (independent measure, x leg) is reported as a warning (exit code 3).
-UNDER_TERRAIN = 0.01
-
-
-def result_warnings(obj: bpy.types.Object, quality: list[dict], independent: list[dict]) -> list[str]:
-    """What a user must know about a bake that ran: no legs planted, a foot that found no contact, a foot
-    left under the terrain (measured independently of the model). Each makes the exit code 3."""
-    out = []
-    feet = [q for q in quality if q["kind"] == "FOOT"]
-    if not feet:
-        limbs = ", ".join(q["limb"] for q in quality) or "none"
-        out.append(f"no legs were planted (limbs: {limbs}): Contact IK found no thigh > shin > foot chain in "
-                   f"{obj.name!r}; set the legs in the Limbs panel, or check that each foot bone is parented to its shin")
-    for q in feet:
-        if q["contacts"] == 0:
-            out.append(f"{q['limb']}: no foot contact was found, so the foot is not held anywhere (the clip may be "
-                       "all in the air, or its stances shorter than the detector's)")
-    for q in independent:
-        if q["penetration_rel"] > UNDER_TERRAIN:
-            where = "skinned mesh" if (q["penetration_mesh_rel"] or 0.0) > q["penetration_skeleton_rel"] else "ball or toe tip"
-            out.append(f"{q['limb']}: its {where} goes {q['penetration_rel']:.2%} of the leg under the terrain "
-                       "(measured independently of the plan, beyond the source's own dip below its floor)")
-    return out
 
 
 def export_motion(obj: bpy.types.Object, path: pathlib.Path, start: int, end: int) -> None:

@@ -210,9 +210,7 @@ class BatchRig(RigReader):
         s = self.slot
         end_frame = frame[:, s[lb.end]]
         joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [world[:, s[lb.end], :3, 3]]
-        soles = [xform(end_frame, lb.heel)]
-        if lb.toe >= 0:
-            soles.append(xform(world[:, s[lb.toe]], np.array([0.0, lb.toe_length, 0.0])))
+        soles = [xform(world[:, s[b]], p) for b, p in lb.soles]
         return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
                     self.locks(lb, start, self.frames))
 

@@ -22,9 +22,10 @@ import numpy as np
 from mathutils import Vector
 
 from . import state
+from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
 from .model import LockTrack, smoothstep
-from .rig import heel_local, settings, world_scale
+from .rig import settings, world_scale
 from .tuning import (
     BASELINE_WINDOW,
     FADE,
@@ -101,24 +102,21 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
                "heel": np.empty((n, 3)), "toe": np.empty((n, 3))} for i, _lb in feet}
     with state.paused([obj], scene):
-        heels = {i: heel_local(obj, lb.end_bone, lb.foot_offset) for i, lb in feet}
+        soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
             pbs = obj.pose.bones
             mw = obj.matrix_world.copy()
             for i, lb in feet:
-                foot = pbs[lb.end_bone]
-                pts = [mw @ (foot.matrix @ heels[i])]
-                if lb.toe_bone and lb.toe_bone in pbs:
-                    pts.append(mw @ pbs[lb.toe_bone].tail)
+                pts = sole_world(obj, soles[i], mw)
                 low = min(pts, key=lambda p: p.z)
                 d = out[i]
-                d["ankle"][k] = mw @ foot.head
+                d["ankle"][k] = mw @ pbs[lb.end_bone].head
                 d["heel"][k] = pts[0]
-                d["toe"][k] = pts[1] if len(pts) > 1 else mw @ foot.tail
+                d["toe"][k] = pts[-1]
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
-                d["height"][k] = foot.head.z - s.floor_height  # the ankle: locked while it rests
+                d["height"][k] = d["ankle"][k][2] - s.floor_height  # the ankle: locked while it rests
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps

@@ -21,12 +21,11 @@ import numpy as np
 from mathutils import Vector
 
 from . import anim, bake, state
+from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
 from .contacts import fps_of
-from .errors import UserError
-from .ground import Hit, terrain_objects
-from .rig import UP, heel_local, settings, world_scale
-from .state import caches
+from .ground import Hit
+from .rig import UP, rest_leg_length, settings
 
 if TYPE_CHECKING:
     import bpy
@@ -98,8 +97,9 @@ class Meter:
         self.limbs = [lb for lb in s.limbs if lb.enabled and limb_is_usable(obj, lb)]
         bones = obj.data.bones
         self.rest = {lb.name: {b.bone: bones[b.bone].length for b in lb.bones} for lb in self.limbs}
+        self.legs = {lb.name: rest_leg_length(obj, [b.bone for b in lb.bones if b.bone], lb.end_bone) for lb in self.limbs}
         self.tracks = {lb.name: _Track() for lb in self.limbs}
-        self.heels = {lb.name: heel_local(obj, lb.end_bone, lb.foot_offset) for lb in self.limbs if lb.end_bone}
+        self.soles = {lb.name: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for lb in self.limbs if lb.end_bone}
 
     def sample(self) -> None:
         obj = self.obj
@@ -123,16 +123,14 @@ class Meter:
             if lb.kind == "HAND" and lb.target_object is not None and lb.end_bone:
                 t = lb.target_object.matrix_world.translation
                 root = mw @ pbs[names[0]].head
-                reach = sum(self.rest[lb.name].values()) * world_scale(obj)
+                reach = self.legs[lb.name]
                 if (t - root).length <= 0.99 * reach:
                     tr.reach.append((mw @ pbs[lb.end_bone].head - t).length)
             if lb.kind != "FOOT" or not lb.end_bone:
                 continue
-            leg = sum(self.rest[lb.name].values()) * world_scale(obj)
+            leg = self.legs[lb.name]
             foot = pbs[lb.end_bone]
-            pts = [mw @ (foot.matrix @ self.heels[lb.name])]
-            if lb.toe_bone and lb.toe_bone in pbs:
-                pts.append(mw @ pbs[lb.toe_bone].tail)
+            pts = sole_world(obj, self.soles[lb.name], mw)
             heights = []
             for p in pts:
                 hit = self.ground.ray(p + up * (2.0 * leg), -up, 4.0 * leg) if self.ground is not None else None
@@ -146,7 +144,7 @@ class Meter:
         up = Vector(UP)
         for lb in self.limbs:
             tr = self.tracks[lb.name]
-            leg = sum(self.rest[lb.name].values()) * world_scale(self.obj)
+            leg = self.legs[lb.name]
             n = max(len(tr.knee), len(tr.heights), 1)
             m = LimbMetrics(lb.name, lb.kind, n, leg, bone_length_error=tr.length_error)
             m.knee_velocity_max, m.knee_acceleration_max = angular_peaks(tr.knee, self.fps)
@@ -219,6 +217,7 @@ def playing_source(obj: bpy.types.Object, scene: bpy.types.Scene) -> Iterator[No
     action = anim.action_of(obj)
     source = bake.source_of(action)
     slot = getattr(anim.slot_of(obj), "identifier", None)
+    kept = state.caches.frames.get(obj.name)  # still valid after: playing the source changes nothing
     with state.paused([obj], scene):
         if source is not None:
             anim.assign(obj, source, slot)
@@ -227,6 +226,8 @@ def playing_source(obj: bpy.types.Object, scene: bpy.types.Scene) -> Iterator[No
         finally:
             if source is not None and action is not None:
                 anim.assign(obj, action, slot)
+            if kept is not None and obj.name not in state.caches.frames:
+                state.caches.frames[obj.name] = kept
 
 
 def measure_source(obj: bpy.types.Object, terrain: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:
@@ -248,28 +249,3 @@ def length_text(scene: bpy.types.Scene, value: float) -> str:
     if us.system == "NONE":
         return f"{value:.4g}"
     return bpy.utils.units.to_string(us.system, "LENGTH", value * us.scale_length, precision=3)
-
-
-def penetration_summary(objs: list[bpy.types.Object], scene: bpy.types.Scene, frames: list[int]) -> str:
-    """'worst sole penetration 0.00% of the leg (0 m)' over `frames`, measured as the rigs play now
-    (live preview or a bake), on each rig's terrain; '' when no rig has feet and a terrain."""
-    import bpy
-
-    worst: Optional[tuple[float, float]] = None
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    for obj in objs:
-        objects = terrain_objects(settings(obj))
-        if not objects or not any(lb.kind == "FOOT" for lb in settings(obj).limbs):
-            continue
-        try:
-            ground = caches.terrain.get(objects, depsgraph)
-        except UserError:
-            continue
-        for m in measure(obj, ground, frames, scene):
-            if m.kind == "FOOT" and m.leg_length > 0.0:
-                rel = m.penetration_max / m.leg_length
-                if worst is None or rel > worst[0]:
-                    worst = (rel, m.penetration_max)
-    if worst is None:
-        return ""
-    return f"worst sole penetration {worst[0]:.2%} of the leg ({length_text(scene, worst[1])})"

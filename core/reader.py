@@ -17,10 +17,11 @@ from mathutils import Vector
 
 from ..solvers import JointLimits
 from . import rig
+from .anatomy import sole_of
 from .checks import limb_is_usable
 from .contacts import locks_over
 from .model import LockTrack, place_footprints
-from .rig import anim_paths, bone_names, heel_local, object_moves, rest_leg_length, settings
+from .rig import anim_paths, bone_names, chain_length, object_moves, rest_leg_length, settings
 
 if TYPE_CHECKING:
     import bpy
@@ -45,8 +46,7 @@ class LimbSpec:
     end: int  # the end bone (foot or hand), -1 without
     toe: int  # -1 without
     pole_bone: int  # -1 unless the pole is a bone
-    heel: np.ndarray  # the heel point in the end bone's frame
-    toe_length: float  # armature units
+    soles: list[tuple[int, np.ndarray]]  # a foot's sole points (`anatomy.Sole`): (bone index, point in its frame)
     tail_length: float  # the chain's last bone's length: its tail is the chain's tip without an end bone
     ray_length: float  # armature units; 0: the leg's length
     align: bool
@@ -134,12 +134,12 @@ class RigReader:
             spec = LimbSpec(
                 index=i, name=lb.name, kind=lb.kind, chain=tuple(idx[b] for b in names), end=end, toe=toe,
                 pole_bone=idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
-                heel=np.array(heel_local(obj, lb.end_bone, lb.foot_offset)) if end >= 0 else np.zeros(3),
-                toe_length=obj.data.bones[lb.toe_bone].length if toe >= 0 else 0.0,
+                soles=[(idx[b], np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
+                                                                     lb.foot_offset).points] if end >= 0 else [],
                 tail_length=obj.data.bones[names[-1]].length,
                 ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
                 use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",
-                rest_length=sum((float(obj.data.bones[b].length) for b in names), 0.0), use_lock=lb.use_lock,
+                rest_length=chain_length(obj, names, lb.end_bone), use_lock=lb.use_lock,
                 limits=[rig.limits_of(pbs[b]) for b in names],
                 end_limits=rig.limits_of(pbs[lb.end_bone]) if end >= 0 else None,
                 pole_object=pole_object, target_object=lb.target_object, target_bone=lb.target_bone,
@@ -148,7 +148,7 @@ class RigReader:
                 poles=np.empty((rows, 3)) if pole_object is not None else None,
             )
             if lb.kind == "FOOT" and terrain is not None:
-                spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names))
+                spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names, lb.end_bone))
             self.limbs.append(spec)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
         self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)

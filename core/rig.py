@@ -60,10 +60,21 @@ def bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
     return [b.bone for b in limb.bones if b.bone]
 
 
-def rest_leg_length(obj: bpy.types.Object, names: list[str]) -> float:
-    """The chain's length at rest, in world units."""
+def chain_length(obj: bpy.types.Object, names: Sequence[str], end: str = "") -> float:
+    """The chain's length at rest from its joints, armature units: joint to joint (hip, knee, ankle heads),
+    the end bone's head closing it; a bone's own length only for the last one of a chain without an end
+    bone (importers give bones at the ends of chains, and glTF's every bone, lengths that mean nothing)."""
     bones = obj.data.bones
-    return sum(bones[n].length for n in names) * world_scale(obj)
+    heads = [bones[n].head_local for n in names]
+    if end and end in bones:
+        heads.append(bones[end].head_local)
+    total = sum(((b - a).length for a, b in zip(heads, heads[1:])), 0.0)
+    return total if end and end in bones else total + (bones[names[-1]].length if names else 0.0)
+
+
+def rest_leg_length(obj: bpy.types.Object, names: list[str], end: str = "") -> float:
+    """The chain's length at rest (`chain_length`), in world units."""
+    return chain_length(obj, names, end) * world_scale(obj)
 
 
 def anim_paths(obj: bpy.types.Object) -> list[str]:

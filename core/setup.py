@@ -12,26 +12,20 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import checks, contacts, detect, state
+from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
 from .errors import UserError
 from .ground import terrain_objects
-from .rig import heel_local, local_up, settings
+from .rig import chain_length, heel_local, settings  # noqa: F401  (heel_local: the tests' own heel)
 
 if TYPE_CHECKING:
     import bpy
 
 
 def foot_offset_at_rest(obj: bpy.types.Object, foot: str, toe: str | None) -> float:
-    """Ankle height above the lowest point of the foot (and toe) in the rest pose, along world up (`rig.UP`),
-    armature units."""
-    bones = obj.data.bones
-    fb = bones[foot]
-    up = local_up(obj)
-    lows = [fb.tail_local.dot(up)]
-    if toe and toe in bones:
-        lows.append(bones[toe].tail_local.dot(up))
-        lows.append(bones[toe].head_local.dot(up))
-    return max(0.0, fb.head_local.dot(up) - min(lows))
+    """Ankle height above the lowest point of the sole (`anatomy.sole_of`) in the rest pose, along world up
+    (`rig.UP`), armature units."""
+    return sole_of(obj, foot, toe or "").offset
 
 
 def common_ancestor(obj: bpy.types.Object, names: Sequence[str]) -> str:
@@ -75,7 +69,7 @@ def measure_limb(obj: bpy.types.Object, limb: bpy.types.PropertyGroup) -> None:
     """Defaults measured on the rig: chain length, ray length (the chain's), sole height for feet."""
     bones = obj.data.bones
     names = [b.bone for b in limb.bones if b.bone in bones]
-    length = sum(bones[n].length for n in names)
+    length = chain_length(obj, names, limb.end_bone)
     limb.length = length
     limb.ray_length = length
     if limb.kind == "FOOT" and limb.end_bone in bones:
@@ -139,14 +133,9 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 6
     with state.paused([obj], scene, restore=False):
         for f in frames:
             scene.frame_set(f)
-            mw = obj.matrix_world
             for limb in feet:
-                pb = obj.pose.bones[limb.end_bone]
-                heel = mw @ (pb.matrix @ heel_local(obj, limb.end_bone, limb.foot_offset))
-                zs = [heel.z]
-                if limb.toe_bone and limb.toe_bone in obj.pose.bones:
-                    zs.append((mw @ obj.pose.bones[limb.toe_bone].tail).z)
-                low = min(zs)
+                sole = sole_of(obj, limb.end_bone, limb.toe_bone, limb.foot_offset)
+                low = min(p.z for p in sole_world(obj, sole))
                 lowest = low if lowest is None else min(lowest, low)
     return float(lowest) if lowest is not None else s.floor_height
 

@@ -90,12 +90,14 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         terrain_name = s.terrain.name if s.terrain else s.terrain_collection.name
         scene = context.scene
         frames = list(range(scene.frame_start, scene.frame_end + 1))
-        from ..core import metrics
+        from ..core import measure
 
-        worst = metrics.penetration_summary([obj], scene, frames)
+        worst, warnings = measure.summary([obj], scene, frames)
+        for w in warnings:
+            self.report({"WARNING"}, w)
         self.report({"INFO"}, f"Planted {len(limbs)} limb(s) of {obj.name!r} ({', '.join(limbs)}) on {terrain_name!r}, "
                               f"frames {frames[0]}-{frames[-1]}, in {took:.0f} ms; live preview on"
-                              + (f"; {worst}" if worst else ""))
+                              + (f"; {worst}" if worst else "") + (f"; {len(warnings)} warning(s)" if warnings else ""))
         return {"FINISHED"}
 
 
@@ -263,15 +265,18 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         reports = job.finish()
         took = reports[0].seconds if reports else 0.0
         names = ", ".join(f"{r.obj_name!r} -> {r.action_name!r}" for r in reports)
-        from ..core import metrics
+        from ..core import measure
 
         scene = bpy.context.scene
         objs = [bpy.data.objects[r.obj_name] for r in reports if r.obj_name in bpy.data.objects]
         frames = job.frames
-        worst = metrics.penetration_summary(objs, scene, frames) if frames else ""
+        worst, warnings = measure.summary(objs, scene, frames) if frames else ("", [])
+        for w in warnings:
+            self.report({"WARNING"}, w)
         limbs = sum(len([lb for lb in settings(o).limbs if lb.enabled]) for o in objs)
         self.report({"INFO"}, f"Baked {limbs} limb(s) over {len(frames)} frames ({frames[0]}-{frames[-1]}): "
-                              f"{names} in {took:.2f} s" + (f"; {worst}" if worst else ""))
+                              f"{names} in {took:.2f} s" + (f"; {worst}" if worst else "")
+                              + (f"; {len(warnings)} warning(s)" if warnings else ""))
         return {"FINISHED"}
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:

@@ -381,12 +381,14 @@ def test_plant_feet_and_bake_report_what_they_did(capfd):
     out = capfd.readouterr().out
     frames = f"frames {scene.frame_start}-{scene.frame_end}"
     assert f"Planted 2 limb(s) of 'metarig' (Left Leg, Right Leg) on 'Stairs', {frames}" in out, out
-    assert "worst sole penetration 0.00% of the leg (" in out and "')" in out.split("worst sole penetration")[1], out  # feet
+    # The figures are measured as the rig plays (not the model's own), in the scene's units (imperial here).
+    assert "worst under the terrain 0.00% of the leg (" in out and "'" in out.split("worst under the terrain")[1], out
+    assert "source contacts (measured as the rig plays, beside its source)" in out, out
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     out = capfd.readouterr().out
     n = scene.frame_end - scene.frame_start + 1
     assert f"Baked 2 limb(s) over {n} frames ({scene.frame_start}-{scene.frame_end}): 'metarig' -> " in out, out
-    assert "worst sole penetration 0.00% of the leg" in out, out
+    assert "worst under the terrain 0.00% of the leg" in out, out
 
 
 def _baked_channels(obj):
