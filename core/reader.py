@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
-from mathutils import Vector
 
 from ..solvers import JointLimits
 from . import rig
 from .checks import limb_is_usable
-from .contacts import locks_over
+from .contacts import contact_values, locks_over
 from .model import LockTrack, place_footprints
 from .rig import anim_paths, bone_names, heel_local, object_moves, rest_leg_length, settings, up_axis
 
@@ -62,7 +61,7 @@ class LimbSpec:
     target_bone: str = ""
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
-    placed: Optional[list[Vector]] = None  # a foot's contacts' lock points moved off step edges (`placed_locks`)
+    placed: Optional[np.ndarray] = None  # (contacts, 3) a foot's lock points moved off step edges (`placed_locks`)
     weights: Optional[np.ndarray] = None  # (N,) the limb's IK weight per frame
     targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
     poles: Optional[np.ndarray] = None  # (N, 3) world pole positions (a pole object)
@@ -81,17 +80,17 @@ def _static(obj: Any) -> bool:
             and obj.type != "ARMATURE")
 
 
-def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
-    """The lock points (armature space) of `limb`'s contacts, each moved off any step edge its footprint
-    straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per terrain,
-    rig placement and contacts."""
-    cs = list(limb.contacts)
-    if not cs or not limb.use_lock:
+def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[np.ndarray]:
+    """The lock points (armature space, (contacts, 3)) of `limb`'s contacts, each moved off any step edge its
+    footprint straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per
+    terrain, rig placement and contacts."""
+    cs = limb.contacts
+    if not len(cs) or not limb.use_lock:
         return None
     mw = obj.matrix_world
-    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), tuple(tuple(r) for r in mw),
-           tuple((tuple(c.lock), tuple(c.heel), tuple(c.toe), c.width) for c in cs))
-    return terrain.memo(key, lambda: place_footprints(mw, cs, terrain, up_axis(obj), leg))  # type: ignore[no-any-return]
+    footprints = [contact_values(cs, p, k).tobytes() for p, k in (("lock", 3), ("heel", 3), ("toe", 3), ("width", 1))]
+    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), tuple(tuple(r) for r in mw), *footprints)
+    return terrain.memo(key, lambda: np.array(place_footprints(mw, list(cs), terrain, up_axis(obj), leg)))  # type: ignore[no-any-return]
 
 
 def has_limbs(obj: bpy.types.Object) -> bool:
@@ -116,12 +115,13 @@ class RigReader:
         rows = min(frames, ROWS_CHUNK)
         s = settings(obj)
         pbs = obj.pose.bones
-        self.bone_index = idx = {pb.name: i for i, pb in enumerate(pbs)}
+        self.bone_index = idx = {name: i for i, name in enumerate(pbs.keys())}
         self.count = len(pbs)
         self.pelvis = idx.get(s.pelvis_bone, -1) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
-        moves = object_moves(obj)
+        paths = anim_paths(obj)
+        moves = object_moves(obj, paths)
         self.limbs: list[LimbSpec] = []
         for i, lb in enumerate(s.limbs):
             if not (lb.enabled and limb_is_usable(obj, lb)):
@@ -174,7 +174,7 @@ class RigReader:
             reads.append(("rotation_axis_angle", self.aa, 4))
         if modes - {"QUATERNION", "AXIS_ANGLE"}:
             reads.append(("rotation_euler", self.euler, 3))
-        self.scale_animated = any(p == "*" or p.endswith(".scale") for p in anim_paths(obj))
+        self.scale_animated = any(p == "*" or p.endswith(".scale") for p in paths)
         if self.scale_animated:
             reads.append(("scale", self.scale, 3))
         self._reads = []
@@ -185,7 +185,7 @@ class RigReader:
         # The armature object itself not animated, parented or constrained: its matrix is read once.
         self.static_object = not moves
         self._limbs = s.limbs
-        self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in anim_paths(obj))
+        self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in paths)
 
     def read(self, row: int, src: Optional[bpy.types.Object] = None,
              ev: Optional[Callable[[Any], Any]] = None) -> None:
