@@ -240,10 +240,25 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     cs = limb.contacts
     if not limb.use_lock or not len(cs):
         return LockTrack.none(count)
-    start, end, drop_in, drop_out = (contact_values(cs, name) for name in ("start", "end", "drop_in", "drop_out"))
-    lock = np.asarray(placed, dtype=np.float64) if placed is not None else contact_values(cs, "lock", 3)
-    enter, leave = contact_values(cs, "enter", 3), contact_values(cs, "leave", 3)
-    f = first + np.arange(count, dtype=np.float64)
+    values = [contact_values(cs, name) for name in ("start", "end", "drop_in", "drop_out")] + [
+        np.asarray(placed, dtype=np.float64) if placed is not None else contact_values(cs, "lock", 3),
+        contact_values(cs, "enter", 3), contact_values(cs, "leave", 3)]
+    lo, hi = values[0].min() - math.ceil(4.0 * fps), values[1].max() + math.ceil(4.0 * fps)
+    if count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
+        return _track(first + np.arange(count, dtype=np.float64), fps, *values)
+    # A frame at a time (live preview's fallback): its row of the track over every frame around the contacts,
+    # computed once for these contacts (the same arithmetic row by row).
+    key = (fps, lo, b"".join(v.tobytes() for v in values))
+    kept = state.caches.locks.get(limb.as_pointer())
+    if kept is None or kept[0] != key:
+        kept = state.caches.locks[limb.as_pointer()] = (key, _track(np.arange(lo, hi + 1.0), fps, *values))
+    row = int(first - lo)
+    return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(kept[1]).items()})
+
+
+def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
+           lock: np.ndarray, enter: np.ndarray, leave: np.ndarray) -> LockTrack:
+    """`locks_over` for frames `f`, from the contacts' values."""
     # Per frame: the first contact (in list order) it lies in, the one that ended last before it and the one
     # that starts first after it (the first listed among equals), -1 for none.
     within, ended, starts = (start <= f[:, None]) & (f[:, None] <= end), end < f[:, None], start > f[:, None]
