@@ -99,7 +99,7 @@ class DownRays:
         top = p @ self.up + reach
         bottom = top - 2.0 * reach
         ij = np.floor((q2 - self.origin) / self.cell).astype(np.int64)
-        inside = (ij >= 0).all(1) & (ij < self.dims).all(1)
+        inside = ((ij >= 0) & (ij < self.dims)).all(1)
         cid = np.where(inside, ij[:, 0] * self.dims[1] + ij[:, 1], 0)
         start = self.starts[cid]
         counts = np.where(inside, self.starts[cid + 1] - start, 0)

@@ -115,9 +115,9 @@ class RigReader:
         rows = min(frames, ROWS_CHUNK)
         s = settings(obj)
         pbs = obj.pose.bones
-        self.bone_index = idx = {name: i for i, name in enumerate(pbs.keys())}
+        find = pbs.find  # a pose bone's index by name, -1 for none
         self.count = len(pbs)
-        self.pelvis = idx.get(s.pelvis_bone, -1) if s.body_follow else -1
+        self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
         paths = anim_paths(obj)
@@ -127,14 +127,13 @@ class RigReader:
             if not (lb.enabled and limb_is_usable(obj, lb)):
                 continue
             names = bone_names(lb)
-            end = idx.get(lb.end_bone, -1) if lb.end_bone else -1
-            toe = idx.get(lb.toe_bone, -1) if lb.toe_bone else -1
+            end, toe = find(lb.end_bone), find(lb.toe_bone)
             if lb.kind == "FOOT" and end < 0:
                 continue  # a foot without its foot bone has no sole to plant (`checks.limb_error`)
             pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
             spec = LimbSpec(
-                index=i, name=lb.name, kind=lb.kind, chain=tuple(idx[b] for b in names), end=end, toe=toe,
-                pole_bone=idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
+                index=i, name=lb.name, kind=lb.kind, chain=tuple(find(b) for b in names), end=end, toe=toe,
+                pole_bone=find(lb.pole_bone) if lb.pole_mode == "BONE" else -1,
                 heel=np.array(heel_local(obj, lb.end_bone, lb.foot_offset)) if end >= 0 else np.zeros(3),
                 toe_length=obj.data.bones[lb.toe_bone].length if toe >= 0 else 0.0,
                 tail_length=obj.data.bones[names[-1]].length,
