@@ -135,7 +135,8 @@ class BatchRig(RigReader):
         values = {}
         for c in channels:
             key = (c.bone, c.prop)
-            base = fk[c.prop][keep, self.slot[self.obj.pose.bones.find(c.bone)]]
+            j: int = self.slot[self.obj.pose.bones.find(c.bone)]
+            base = fk[c.prop][keep, j]
             values[key] = (out[key][0] if key in out else base, base)
         return values
 
