@@ -35,7 +35,7 @@ from ..solvers.soft import soft_distance
 from ..solvers.two_bone import solve_two_bone_batch
 from . import model
 from .model import Foot, FootPlan, Placement, Rays
-from .reader import LimbSpec, RigReader, has_limbs
+from .reader import LimbSpec, RigReader
 from .tuning import PELVIS_SPEED
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ class _Staged:
     offset: np.ndarray
     moved: np.ndarray
     step: np.ndarray
+    at: Placement
+    frame: np.ndarray  # `_frames`' bone frames
 
 
 @dataclass
@@ -133,7 +135,8 @@ class BatchRig(RigReader):
         values = {}
         for c in channels:
             key = (c.bone, c.prop)
-            base = fk[c.prop][keep, self.slot[self.bone_index[c.bone]]]
+            j: int = self.slot[self.obj.pose.bones.find(c.bone)]
+            base = fk[c.prop][keep, j]
             values[key] = (out[key][0] if key in out else base, base)
         return values
 
@@ -144,7 +147,7 @@ class BatchRig(RigReader):
         self.foot_delta = {}
         if not staged or not staged[0].plans:
             return
-        up = Placement(self.mw[:self.frames], self.floor).up
+        up = np.concatenate([st.at.up for st in staged])
         for k, (lb, _plan) in enumerate(staged[0].plans):
             if carried is not None:
                 shift = carried.feet.get(lb.index, np.zeros(self.frames))
@@ -188,7 +191,7 @@ class BatchRig(RigReader):
         step = np.broadcast_to(model.pelvis_step(max(lb.rest_length for lb in feet), at.scale, self.fps)
                                if feet else np.inf, (n,))
         if self.terrain is None or not feet:
-            return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step)
+            return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step, at, frame)
         rays = Rays(self.terrain)
         window = np.zeros(n)
         if self.pelvis >= 0:
@@ -203,7 +206,7 @@ class BatchRig(RigReader):
             # under the body where a foot is not planned), lowered where a leg could not reach.
             support = np.mean([np.where(p.planned, p.support, window) for _lb, p in plans], 0)
             offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
-        return _Staged(plans, offset, moved, step)
+        return _Staged(plans, offset, moved, step, at, frame)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
         """A foot limb's pose and settings as `model.plan_foot` reads them."""
@@ -218,8 +221,7 @@ class BatchRig(RigReader):
         """The pelvis moved by its offset and every limb solved."""
         n = self.frames
         mw = self.mw
-        up = Placement(mw, self.floor).up
-        _world, frame = self._frames()
+        up, frame = staged.at.up, staged.frame
         rots = self._rotations()
         arm = self.arm
         offset, moved = staged.offset, staged.moved
@@ -263,8 +265,11 @@ class BatchRig(RigReader):
 
     def _rotations(self) -> np.ndarray:
         """Every used bone's rotation channels as quaternions (N, k, 4), whatever its rotation mode."""
-        return np.stack([channel_quat(m, self.quat[:, j], self.euler[:, j], self.aa[:, j])
-                         for j, m in enumerate(self.modes)], 1)
+        rots = np.empty(self.quat.shape[:2] + (4,))
+        for mode in set(self.modes):  # the bones of each mode at once
+            j = [k for k, m in enumerate(self.modes) if m == mode]
+            rots[:, j] = channel_quat(mode, self.quat[:, j], self.euler[:, j], self.aa[:, j])
+        return rots
 
     def _pole(self, lb: LimbSpec, shift: np.ndarray, pole_shift: bool) -> Optional[np.ndarray]:
         """The limb's pole per frame (world; a pelvis move carries a leg's), or None: the knee then stays
@@ -405,9 +410,9 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
     into the original bones. The pelvis's speed limit and the feet's smoothing need every frame: `carried`
     is what they did to this frame when the frame cache was last built (none: this frame's own plan)."""
     result = RigResult()
-    if not has_limbs(obj):
-        return result
     rig = BatchRig(obj, terrain, 1, frame, fps)
+    if not rig.limbs:  # no enabled, usable limb (`reader.has_limbs`)
+        return result
     src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
     rig.read(0, src, (lambda o: o.evaluated_get(depsgraph)) if depsgraph is not None else None)
     out = rig.compute(carried=carried)

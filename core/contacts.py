@@ -19,7 +19,6 @@ import math
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
-from mathutils import Vector
 
 from . import state
 from .anatomy import sole_of, sole_world
@@ -223,33 +222,50 @@ def free_weight(since: Any, fps: float) -> Any:
     return smoothstep((np.asarray(since, dtype=np.float64) - ease) / ease)
 
 
+def contact_values(contacts: Any, name: str, size: int = 1) -> np.ndarray:
+    """One property of every contact, read at once: (count,) or (count, size)."""
+    out = np.empty(len(contacts) * size)
+    contacts.foreach_get(name, out)
+    return out.reshape(-1, size) if size > 1 else out
+
+
 def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: float,
-               placed: Optional[list[Vector]] = None) -> LockTrack:
-    """Foot locking for frames first..first+count-1 (`model.LockTrack`), computed contact by contact over
-    all frames at once. In a contact the ankle stays at the contact's lock point and the sole is on the
+               placed: Optional[np.ndarray] = None) -> LockTrack:
+    """Foot locking for frames first..first+count-1 (`model.LockTrack`), computed over all contacts and
+    frames at once. In a contact the ankle stays at the contact's lock point and the sole is on the
     ground. Between two contacts the foot carries the correction it had at lift-off (along the ground and
     in height) and blends it linearly, over the whole swing, into the one it needs at the next landing, so
     no frame jumps and the change is spread as thin as the swing allows; before the first and after the
     last contact the correction fades over FADE seconds. `placed`: the contacts' lock points moved off step
     edges (`reader.placed_locks`), instead of their own. A contact listed first wins where two overlap."""
-    if not limb.use_lock or not limb.contacts:
+    cs = limb.contacts
+    if not limb.use_lock or not len(cs):
         return LockTrack.none(count)
-    cs = list(limb.contacts)
-    start = np.array([c.start for c in cs], dtype=np.float64)
-    end = np.array([c.end for c in cs], dtype=np.float64)
-    lock = np.array([tuple(p) for p in placed] if placed is not None else [tuple(c.lock) for c in cs], dtype=np.float64)
-    enter = np.array([tuple(c.enter) for c in cs])
-    leave = np.array([tuple(c.leave) for c in cs])
-    drop_in = np.array([c.drop_in for c in cs])
-    drop_out = np.array([c.drop_out for c in cs])
-    f = first + np.arange(count, dtype=np.float64)
-    inside = np.full(count, -1)
-    prev = np.full(count, -1)
-    nxt = np.full(count, -1)
-    for k in range(len(cs)):  # in list order, with lock_at's tie rules
-        inside = np.where((inside < 0) & (start[k] <= f) & (f <= end[k]), k, inside)
-        prev = np.where((end[k] < f) & ((prev < 0) | (end[k] > end[np.maximum(prev, 0)])), k, prev)
-        nxt = np.where((start[k] > f) & ((nxt < 0) | (start[k] < start[np.maximum(nxt, 0)])), k, nxt)
+    values = [contact_values(cs, name) for name in ("start", "end", "drop_in", "drop_out")] + [
+        np.asarray(placed, dtype=np.float64) if placed is not None else contact_values(cs, "lock", 3),
+        contact_values(cs, "enter", 3), contact_values(cs, "leave", 3)]
+    lo, hi = values[0].min() - math.ceil(4.0 * fps), values[1].max() + math.ceil(4.0 * fps)
+    if count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
+        return _track(first + np.arange(count, dtype=np.float64), fps, *values)
+    # A frame at a time (live preview's fallback): its row of the track over every frame around the contacts,
+    # computed once for these contacts (the same arithmetic row by row).
+    key = (fps, lo, b"".join(v.tobytes() for v in values))
+    kept = state.caches.locks.get(limb.as_pointer())
+    if kept is None or kept[0] != key:
+        kept = state.caches.locks[limb.as_pointer()] = (key, _track(np.arange(lo, hi + 1.0), fps, *values))
+    row = int(first - lo)
+    return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(kept[1]).items()})
+
+
+def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
+           lock: np.ndarray, enter: np.ndarray, leave: np.ndarray) -> LockTrack:
+    """`locks_over` for frames `f`, from the contacts' values."""
+    # Per frame: the first contact (in list order) it lies in, the one that ended last before it and the one
+    # that starts first after it (the first listed among equals), -1 for none.
+    within, ended, starts = (start <= f[:, None]) & (f[:, None] <= end), end < f[:, None], start > f[:, None]
+    inside = np.where(within.any(1), within.argmax(1), -1)
+    prev = np.where(ended.any(1), np.where(ended, end, -np.inf).argmax(1), -1)
+    nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
     fade = max(1.0, FADE * fps)
     p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
     after = lock[p] - leave[p]

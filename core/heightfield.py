@@ -89,7 +89,7 @@ class DownRays:
             return DownHits(np.concatenate([x.hit for x in parts]), np.concatenate([x.height for x in parts]),
                             np.concatenate([x.normal for x in parts]))
         q = len(p)
-        reach = np.broadcast_to(np.asarray(reach, dtype=np.float64), (q,))
+        reach = np.asarray(reach, dtype=np.float64)  # one per point, or one for all
         height = np.full(q, np.nan)
         normal = np.full((q, 3), np.nan)
         hit = np.zeros(q, dtype=bool)
@@ -99,7 +99,7 @@ class DownRays:
         top = p @ self.up + reach
         bottom = top - 2.0 * reach
         ij = np.floor((q2 - self.origin) / self.cell).astype(np.int64)
-        inside = (ij >= 0).all(1) & (ij < self.dims).all(1)
+        inside = ((ij >= 0) & (ij < self.dims)).all(1)
         cid = np.where(inside, ij[:, 0] * self.dims[1] + ij[:, 1], 0)
         start = self.starts[cid]
         counts = np.where(inside, self.starts[cid + 1] - start, 0)
@@ -119,12 +119,12 @@ class DownRays:
         if not ok.any():
             return DownHits(hit, height, normal)
         qi, ti, h = qi[ok], ti[ok], h[ok]  # still grouped by query, in query order
-        new_group = np.r_[True, qi[1:] != qi[:-1]]
+        new_group = np.concatenate(([True], qi[1:] != qi[:-1]))
         gid = np.cumsum(new_group) - 1
         gmax = np.maximum.reduceat(h, np.flatnonzero(new_group))
         idx = np.flatnonzero(h == gmax[gid])  # the highest hit of each query (ties: the last)
         g = gid[idx]
-        pick = idx[np.r_[g[1:] != g[:-1], True]]
+        pick = idx[np.concatenate((g[1:] != g[:-1], [True]))]
         sel = qi[pick]
         hit[sel] = True
         height[sel] = h[pick]
@@ -199,7 +199,10 @@ class ClearanceField:
         out = np.full(len(q), -np.inf)
         rows = np.flatnonzero(ok)
         if len(rows):
-            keys, inv = np.unique(tile[rows], axis=0, return_inverse=True)
+            if (tile[rows] == tile[rows[0]]).all():  # one tile (a frame at a time: always)
+                keys, inv = tile[rows[:1]], np.zeros(len(rows), dtype=np.int64)
+            else:
+                keys, inv = np.unique(tile[rows], axis=0, return_inverse=True)
             for ti, tj in keys:
                 if (int(ti), int(tj)) not in self.tiles:
                     self.tiles[(int(ti), int(tj))] = self._tile(int(ti), int(tj))

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 from mathutils import Vector
 
-from ..solvers.rotations import mat_to_quat, q_between, qmul, qrot, qslerp
+from ..solvers.rotations import cross, mat_to_quat, norm, q_between, qmul, qrot, qslerp
 from .heightfield import DownHits
 from .tuning import (
     ALIGN_FADE,
@@ -57,7 +57,8 @@ def clearance_extra(rise: Any, leg: Any) -> Any:
     """How far the clearance field lifts a foot above the ground under it, from the field's `rise` over
     that ground: the rise itself up to CLEAR_CAP x leg, then falling continuously to 0 at twice that."""
     cap = CLEAR_CAP * np.asarray(leg, dtype=np.float64)
-    r = np.nan_to_num(np.asarray(rise, dtype=np.float64), nan=0.0, neginf=0.0, posinf=0.0)
+    r = np.asarray(rise, dtype=np.float64)
+    r = np.where(np.isfinite(r), r, 0.0)
     return np.where(r <= cap, np.maximum(r, 0.0), np.maximum(0.0, 2.0 * cap - r))
 
 
@@ -69,7 +70,7 @@ def arc_window(x: Any) -> Any:
 
 def smoothstep(x: Any) -> Any:
     """0 below 0, 1 above 1, smooth (3x^2 - 2x^3) between. Works on floats and numpy arrays."""
-    x = np.clip(x, 0.0, 1.0)
+    x = np.minimum(np.maximum(x, 0.0), 1.0)
     return x * x * (3.0 - 2.0 * x)
 
 
@@ -241,9 +242,9 @@ class Rays:
 
     def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
         """The highest terrain within `reach` above or below each point, along its row's `up`."""
-        reach = np.broadcast_to(reach, (len(points),))
-        if np.all(up == up[0]):  # the usual case: the armature does not turn
+        if (up == up[0]).all():  # the usual case: the armature does not turn
             return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
+        reach = np.broadcast_to(reach, (len(points),))
         uniq, inv = np.unique(np.round(up, 12), axis=0, return_inverse=True)
         hit = np.zeros(len(points), dtype=bool)
         height = np.full(len(points), np.nan)
@@ -258,7 +259,7 @@ class Rays:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
         and leg length."""
         leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
-        if np.all(up == up[0]) and np.all(leg == leg[0]):  # the usual case: one field for every row
+        if (up == up[0]).all() and (leg == leg[0]).all():  # the usual case: one field for every row
             return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
         keys = np.column_stack((np.round(up, 12), leg))  # `Terrain.clearance` rounds them for its cache
@@ -282,7 +283,7 @@ class Placement:
         n = len(self.matrix)
         self.up = np.tile(np.array([0.0, 0.0, 1.0]), (n, 1))
         self.base = np.tile(np.array([0.0, 0.0, self.floor_height]), (n, 1))
-        self.scale = np.abs(np.linalg.norm(self.matrix[:, :3, :3], axis=1)).mean(1)
+        self.scale = np.abs(norm(self.matrix[:, :3, :3], axis=1)).mean(1)
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
@@ -366,7 +367,7 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     foot rises before a step edge and comes down after it, in space: it arcs over a step instead of
     jumping onto it."""
     path = b - a
-    plen = np.linalg.norm(path, axis=1)
+    plen = norm(path, axis=1)
     idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
     a, ga, gb, t, plen = a[idx], ga[idx], gb[idx], t[idx], plen[idx]
     path, u, lg = path[idx], at.up[idx], leg[idx]
@@ -375,7 +376,7 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     along = np.stack([_dot(p[idx] - ankle[idx], direction) for p in soles], 1)
     front = np.maximum(0.0, along.max(1)) / plen
     back = np.maximum(0.0, -along.min(1)) / plen
-    here = np.clip(_dot(ankle[idx] - a, direction) / plen, 0.0, 1.0)
+    here = np.minimum(np.maximum(_dot(ankle[idx] - a, direction) / plen, 0.0), 1.0)
     width = ARC_WIDTH * lg
     base_h = _dot(at.base[idx], u)
     # Rays from a leg above the higher end of the swing: the same hits whatever the foot's height.
@@ -389,7 +390,7 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     line = ga + (gb - ga) * tau  # the line at the sample's own place
     start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
     count = ARC_SAMPLES * len(idx)
-    hit = rays.cast(start.reshape(count, 3), np.tile(rc, ARC_SAMPLES), np.tile(u, (ARC_SAMPLES, 1)))
+    hit = rays.cast(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES))
     hh = hit.height.reshape(ARC_SAMPLES, -1) - base_h
     lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (near > 0.0), (hh - line) * near, 0.0)
     need = np.maximum(0.0, lifts.max(0)) if len(idx) else np.zeros(0)
@@ -405,7 +406,7 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none."""
     along = toe - heel
     along = along - up * _dot(along, up)[:, None]
-    length = np.linalg.norm(along, axis=1)
+    length = norm(along, axis=1)
     d = along / np.where(length > 0.0, length, 1.0)[:, None]
 
     def flat(v: np.ndarray) -> np.ndarray:
@@ -416,9 +417,9 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
     has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
-    axis = np.cross(d, up)
-    norm = np.linalg.norm(axis, axis=1)
-    axis = axis / np.where(norm > 0.0, norm, 1.0)[:, None]
+    axis = cross(d, up)
+    alen = norm(axis, axis=1)
+    axis = axis / np.where(alen > 0.0, alen, 1.0)[:, None]
     q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
     return q, has
 
@@ -431,44 +432,47 @@ def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame:
     and a straight leg bends where the foot points, continuously (no switch, so no flip from frame to
     frame). NaN rows where there is no plane (an arm with no bend): the solver then ignores them."""
     axis = tip - hip
-    alen = np.linalg.norm(axis, axis=1)
+    alen = norm(axis, axis=1)
     a = axis / np.where(alen > 0, alen, 1.0)[:, None]
-    leg = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
+    leg = norm(knee - hip, axis=1) + norm(tip - knee, axis=1)
     kh = knee - hip
     perp = kh - a * _dot(kh, a)[:, None]
     if foot and end_frame is not None:
         fwd = end_frame[:, :3, 1]
         fwd = fwd - a * _dot(fwd, a)[:, None]
-        flen = np.linalg.norm(fwd, axis=1)
+        flen = norm(fwd, axis=1)
         has = flen > 1e-9 * leg
         f = fwd / np.where(has, flen, 1.0)[:, None]
         along = _dot(perp, f)
         # Only a nearly straight knee is corrected (fully when straight, not at all from a bend of STRAIGHT
         # x leg): a folded leg (a hop, a kneel) keeps its own plane whatever the foot does.
-        t = np.minimum(1.0, np.linalg.norm(perp, axis=1) / (STRAIGHT * leg))
+        t = np.minimum(1.0, norm(perp, axis=1) / (STRAIGHT * leg))
         m = 1.0 - t * t * (3.0 - 2.0 * t)
         bent = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * np.minimum(along, 0.0)))[:, None]
         perp = np.where(has[:, None], bent, perp)
-    plen = np.linalg.norm(perp, axis=1)
+    plen = norm(perp, axis=1)
     ok = (alen > 0) & (plen >= PLANE_EPS * leg)
     pole = (hip + tip) * 0.5 + perp / np.where(plen > 0, plen, 1.0)[:, None] * leg[:, None]
     return np.where(ok[:, None], pole, np.nan)  # type: ignore[no-any-return]
+
+
+_RING = np.repeat([1.0, 2.0, 3.0], 12)  # `disk_offsets`' rings, and the angles of their points
+_ANGLE = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * _RING) / 12.0
+_COS, _SIN = np.cos(_ANGLE), np.sin(_ANGLE)
 
 
 def disk_offsets(up: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """The centre and three rings of twelve points, weighted evenly over a disk across `up`: offsets
     (N, 37, 3) from its centre."""
     side = np.empty_like(up)
-    if np.all(up == up[0]):
+    if (up == up[0]).all():
         side[:] = Vector(up[0]).orthogonal().normalized()
     else:
         for i in range(len(up)):
             side[i] = Vector(up[i]).orthogonal().normalized()
-    fwd = np.cross(up, side)
-    ring = np.repeat([1.0, 2.0, 3.0], 12)
-    angle = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * ring) / 12.0
-    r = radius[:, None] * ring / 3.0  # (N, 36)
-    around = (side[:, None] * np.cos(angle)[:, None] + fwd[:, None] * np.sin(angle)[:, None]) * r[..., None]
+    fwd = cross(up, side)
+    r = radius[:, None] * _RING / 3.0  # (N, 36)
+    around = (side[:, None] * _COS[:, None] + fwd[:, None] * _SIN[:, None]) * r[..., None]
     return np.concatenate((np.zeros_like(up)[:, None], around), 1)
 
 
@@ -495,21 +499,21 @@ def body_ground(rays: Rays, centre: np.ndarray, at: Placement, leg: np.ndarray) 
     return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)  # type: ignore[no-any-return]
 
 
-def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighten: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighten: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The pelvis offset `offset` lowered where a leg could not otherwise reach its target, or only
     straighter than REACH_MARGIN or than the animation has it (EXT_SLACK): (offset, whether any foot is
-    planned, where the pelvis moves)."""
-    any_plan = np.zeros(len(offset), dtype=bool)
+    planned, where the pelvis moves). `tighten` (S, 1) and `offset` (S, N): S such offsets at once."""
+    any_plan = np.zeros(offset.shape[-1], dtype=bool)
     offset = offset.copy()
     for p in plans:
         any_plan |= p.planned
-        hip = p.hip + up * offset[:, None]
+        hip = p.hip + up * offset[..., None]
         reach = (np.minimum(REACH_MARGIN, p.extension + EXT_SLACK) - tighten) * p.leg
         d = p.target - hip
-        dl = np.linalg.norm(d, axis=1)
+        dl = norm(d)
         # Lower the hip by the smallest x >= 0 with |d + up*x| <= reach; if no vertical move is enough (the
         # target is too far sideways), by the x that brings it closest.
-        b = _dot(d, up)
+        b = np.einsum("...i,...i->...", d, up)
         disc = b * b - (dl * dl - reach * reach)
         x = np.where(disc >= 0.0, -b - np.sqrt(np.maximum(disc, 0.0)), -b)
         offset = np.where(p.planned & (dl > reach) & (x > 0.0), offset - x, offset)
@@ -519,8 +523,9 @@ def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighte
 def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`reach_drop`, eased in: the mean of those for limits up to SOFT_REACH x leg tighter, so it sets in
     gradually, never higher than it and with no kink where a leg reaches its limit."""
-    drops = [reach_drop(plans, offset, up, SOFT_REACH * (k / (SOFT_STEPS - 1) - SOFT_LOOSE)) for k in range(SOFT_STEPS)]
-    return np.mean([d[0] for d in drops], 0), drops[0][1]
+    tighten = SOFT_REACH * (np.arange(SOFT_STEPS)[:, None] / (SOFT_STEPS - 1) - SOFT_LOOSE)
+    drops, planned = reach_drop(plans, np.broadcast_to(offset, (SOFT_STEPS, len(offset))), up, tighten)
+    return np.mean(drops, 0), planned
 
 
 def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: float) -> FootPlan:
@@ -534,8 +539,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     up, base = at.up, at.base
     joints = foot.joints
     hip, ankle = joints[0], joints[-1]
-    leg = np.maximum(sum(np.linalg.norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
-    ext = np.linalg.norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
+    leg = np.maximum(sum(norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
+    ext = norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
     reach = foot.ray_length * at.scale if foot.ray_length > 0.0 else leg  # armature units to world
     soles = list(foot.soles)
     heights = np.stack([at.height(p) for p in soles], 1)
@@ -560,8 +565,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     points = [ankle]
     if lk is not None and anchored_ground:
         points += [lk.from_point, lk.to_point]
-    hits = rays.cast(np.concatenate(points) + np.tile(lift, (len(points), 1)),
-                     np.tile(np.broadcast_to(reach, (n,)), len(points)), np.tile(up, (len(points), 1)))
+    reach = np.broadcast_to(reach, (n,))
+    hits = rays.cast(np.concatenate([p + lift for p in points]), np.concatenate([reach] * len(points)),
+                     np.concatenate([up] * len(points)))
     under = DownHits(hits.hit[:n], hits.height[:n], hits.normal[:n])
     planned = under.hit  # where the ray missed the terrain the foot keeps its animated pose
     ground = at.level(under.height)
@@ -573,7 +579,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             p = points[k]
             ok = hits.hit[k * n:(k + 1) * n] & (w > 0.0)
             hh = at.level(hits.height[k * n:(k + 1) * n])
-            blended += np.where(ok, w * np.nan_to_num(hh), 0.0)
+            blended += np.where(ok, w * hh, 0.0)  # hh is finite where ok
             used += np.where(ok, w, 0.0)
             ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan)))
         ground = blended + (1.0 - used) * ground
@@ -583,55 +589,64 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         if two.any():
             (pa, ga), (pb, gb) = ends
             arc = swing_line(rays, two, pa, pb, ga, gb, lk.to_weight, lk.gap, ankle, soles, at, leg, fps)
-    identity = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
+    identity = np.zeros((n, 4))
+    identity[:, 0] = 1.0
     tilt = identity
     if foot.align:
         # The foot turns to the ground while within ALIGN_FADE x leg above the floor.
-        contact = np.clip(1.0 - clearance / (ALIGN_FADE * leg), 0.0, 1.0)
+        contact = np.minimum(np.maximum(1.0 - clearance / (ALIGN_FADE * leg), 0.0), 1.0)
         normal = np.where(planned[:, None], under.normal, up)
         full = q_between(up, normal)
-        angle = 2.0 * np.arccos(np.clip(np.abs(full[:, 0]), 0.0, 1.0))
+        angle = 2.0 * np.arccos(np.minimum(np.abs(full[:, 0]), 1.0))
         allowed = np.minimum(angle, foot.max_align)
         frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
         tilt = qslerp(identity, full, frac)
     target = ankle + up * np.where(planned, ground, 0.0)[:, None]
     rest = foot.rest_length * at.scale
 
-    def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    count = len(soles)
+    offsets = np.stack(soles) - ankle  # (S, N, 3): the sole points from the ankle
+    ups, bases, reaches = np.concatenate([up] * count), np.concatenate([base] * count), np.concatenate([reach] * count)
+    base_up = _dot(bases, ups)
+    swing = lk is not None and bool(lk.swing.any())
+    if swing:
+        assert lk is not None
+        gate = lk.swing * np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
+        rests = np.broadcast_to(rest, (n,))
+
+    def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """How far each sole point must rise (N, sole points; -inf where a ray missed): to stand its
         animated height above the ground under it, clearance included; without the clearance (what the
-        terrain right under it needs); and to touch the terrain right under it."""
-        count = len(soles)
-        ms = np.concatenate([target + qrot(turn, p - ankle) for p in soles])  # (S N, 3): at the ground's height
-        ups = np.tile(up, (count, 1))
-        below = rays.cast(ms, np.tile(np.broadcast_to(reach, (n,)), count), ups)
-        bh = (below.height - _dot(np.tile(base, (count, 1)), ups)).reshape(count, n)
-        mh = (_dot(ms - np.tile(base, (count, 1)), ups)).reshape(count, n)
+        terrain right under it needs); and to touch the terrain right under it. Then the sole points turned,
+        from the ankle (S, N, 3)."""
+        turned = qrot(turn, offsets)
+        ms = (target + turned).reshape(-1, 3)  # at the ground's height
+        below = rays.cast(ms, reaches, ups)
+        bh = (below.height - base_up).reshape(count, n)
+        mh = (_dot(ms - bases, ups)).reshape(count, n)
         got = below.hit.reshape(count, n)
         need = bh + np.maximum(0.0, heights.T) - mh
         extra: Any = 0.0
-        if lk is not None and lk.swing.any():
+        if swing:
             # A lifted foot keeps clear of the terrain around it, not only of the point under it.
-            field = rays.clearance(ms, ups, np.tile(rest, count)).reshape(count, n)
-            rise = field - _dot(base, up) - bh
-            gate = np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
-            extra = lk.swing * gate * clearance_extra(rise, np.tile(rest, (count, 1)))
+            field = rays.clearance(ms, ups, np.concatenate([rests] * count)).reshape(count, n)
+            extra = gate * clearance_extra(field - base_up[:n] - bh, rests)
         deficits = np.where(got, need + extra, -np.inf)
         bare = np.where(got, need, -np.inf)
         touching = np.where(got, bh - mh, -np.inf)
-        return deficits.T, bare.T, touching.T
+        return deficits.T, bare.T, touching.T, turned
 
     turn = tilt
-    found, bare, touching = needs(turn)
+    found, bare, touching, turned = needs(turn)
     if len(soles) > 1:
         # A foot in the air turns toe-up rather than lift its ankle for its toe.
         loose = (lk.weight == 0.0) & (lk.pitch > 0.0) if lk is not None else np.ones(n, dtype=bool)
-        pitch, has = toe_pitch(qrot(tilt, soles[0] - ankle), qrot(tilt, soles[-1] - ankle),
+        pitch, has = toe_pitch(turned[0], turned[-1],
                                found[:, 0], found[:, -1], up, lk.pitch if lk is not None else 1.0)
         sel = loose & has
         if sel.any():
             turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
-            found, bare, touching = needs(turn)
+            found, bare, touching, turned = needs(turn)
     best = np.max(found, 1)
     if arc is not None:
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
@@ -642,8 +657,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # foot is well clear of its contacts in time (`LockTrack.free`).
         idx = arc.rows
         overs = []
-        for p, h in zip(soles, heights.T):
-            m = (target + qrot(turn, p - ankle))[idx]
+        for m, h in zip((target + turned)[:, idx], heights.T):
             overs.append(arc.height(m) + np.maximum(0.0, h[idx]) - _dot(m - base[idx], up[idx]))
         over = np.max(np.stack(overs, 1), 1)
         under_only = np.where(np.isfinite(best[idx]), best[idx], over)

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
-from mathutils import Vector
 
 from ..solvers import JointLimits
 from . import rig
 from .anatomy import sole_of
 from .checks import limb_is_usable
-from .contacts import locks_over
+from .contacts import contact_values, locks_over
 from .model import LockTrack, place_footprints
 from .rig import anim_paths, bone_names, chain_length, object_moves, rest_leg_length, settings
 
@@ -62,7 +61,7 @@ class LimbSpec:
     target_bone: str = ""
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
-    placed: Optional[list[Vector]] = None  # a foot's contacts' lock points moved off step edges (`placed_locks`)
+    placed: Optional[np.ndarray] = None  # (contacts, 3) a foot's lock points moved off step edges (`placed_locks`)
     weights: Optional[np.ndarray] = None  # (N,) the limb's IK weight per frame
     targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
     poles: Optional[np.ndarray] = None  # (N, 3) world pole positions (a pole object)
@@ -81,16 +80,16 @@ def _static(obj: Any) -> bool:
             and obj.type != "ARMATURE")
 
 
-def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[list[Vector]]:
-    """The lock points (world space) of `limb`'s contacts, each moved off any step edge its footprint
-    straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per terrain
-    and contacts (`leg`: world units)."""
-    cs = list(limb.contacts)
-    if not cs or not limb.use_lock:
+def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: Terrain, leg: float) -> Optional[np.ndarray]:
+    """The lock points (world space, (contacts, 3)) of `limb`'s contacts, each moved off any step edge its
+    footprint straddles on `terrain` (`model.place_footprints`); None without contacts. Computed once per
+    terrain and contacts (`leg`: world units)."""
+    cs = limb.contacts
+    if not len(cs) or not limb.use_lock:
         return None
-    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"),
-           tuple((tuple(c.lock), tuple(c.heel), tuple(c.toe), c.width) for c in cs))
-    return terrain.memo(key, lambda: place_footprints(cs, terrain, leg))  # type: ignore[no-any-return]
+    footprints = [contact_values(cs, p, k).tobytes() for p, k in (("lock", 3), ("heel", 3), ("toe", 3), ("width", 1))]
+    key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), *footprints)
+    return terrain.memo(key, lambda: np.array(place_footprints(list(cs), terrain, leg)))  # type: ignore[no-any-return]
 
 
 def has_limbs(obj: bpy.types.Object) -> bool:
@@ -115,27 +114,27 @@ class RigReader:
         rows = min(frames, ROWS_CHUNK)
         s = settings(obj)
         pbs = obj.pose.bones
-        self.bone_index = idx = {pb.name: i for i, pb in enumerate(pbs)}
+        find = pbs.find  # a pose bone's index by name, -1 for none
         self.count = len(pbs)
-        self.pelvis = idx.get(s.pelvis_bone, -1) if s.body_follow else -1
+        self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
-        moves = object_moves(obj)
+        paths = anim_paths(obj)
+        moves = object_moves(obj, paths)
         self.limbs: list[LimbSpec] = []
         for i, lb in enumerate(s.limbs):
             if not (lb.enabled and limb_is_usable(obj, lb)):
                 continue
             names = bone_names(lb)
-            end = idx.get(lb.end_bone, -1) if lb.end_bone else -1
-            toe = idx.get(lb.toe_bone, -1) if lb.toe_bone else -1
+            end, toe = find(lb.end_bone), find(lb.toe_bone)
             if lb.kind == "FOOT" and end < 0:
                 continue  # a foot without its foot bone has no sole to plant (`checks.limb_error`)
             pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
             spec = LimbSpec(
-                index=i, name=lb.name, kind=lb.kind, chain=tuple(idx[b] for b in names), end=end, toe=toe,
-                pole_bone=idx.get(lb.pole_bone, -1) if lb.pole_mode == "BONE" else -1,
-                soles=[(idx[b], np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
-                                                                     lb.foot_offset).points] if end >= 0 else [],
+                index=i, name=lb.name, kind=lb.kind, chain=tuple(find(b) for b in names), end=end, toe=toe,
+                pole_bone=find(lb.pole_bone) if lb.pole_mode == "BONE" else -1,
+                soles=[(find(b), np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
+                                                                      lb.foot_offset).points] if end >= 0 else [],
                 tail_length=obj.data.bones[names[-1]].length,
                 ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
                 use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",
@@ -173,7 +172,7 @@ class RigReader:
             reads.append(("rotation_axis_angle", self.aa, 4))
         if modes - {"QUATERNION", "AXIS_ANGLE"}:
             reads.append(("rotation_euler", self.euler, 3))
-        self.scale_animated = any(p == "*" or p.endswith(".scale") for p in anim_paths(obj))
+        self.scale_animated = any(p == "*" or p.endswith(".scale") for p in paths)
         if self.scale_animated:
             reads.append(("scale", self.scale, 3))
         self._reads = []
@@ -184,7 +183,7 @@ class RigReader:
         # The armature object itself not animated, parented or constrained: its matrix is read once.
         self.static_object = not moves
         self._limbs = s.limbs
-        self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in anim_paths(obj))
+        self._animated_weights = any(p == "*" or p.startswith("contact_ik.") for p in paths)
 
     def read(self, row: int, src: Optional[bpy.types.Object] = None,
              ev: Optional[Callable[[Any], Any]] = None) -> None:

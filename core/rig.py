@@ -90,12 +90,12 @@ def anim_paths(obj: bpy.types.Object) -> list[str]:
     return paths
 
 
-def object_moves(obj: bpy.types.Object) -> bool:
+def object_moves(obj: bpy.types.Object, paths: Optional[list[str]] = None) -> bool:
     """True when something may change the armature object's own transform over time (its animation,
-    drivers, NLA, a parent or a constraint)."""
+    drivers, NLA, a parent or a constraint); `paths`: its `anim_paths` when already read."""
     moving = ("location", "rotation_", "scale", "delta_")
     return (obj.parent is not None or bool(obj.constraints)
-            or any(p == "*" or p.startswith(moving) for p in anim_paths(obj)))
+            or any(p == "*" or p.startswith(moving) for p in (anim_paths(obj) if paths is None else paths)))
 
 
 def scale_inverse(scale: Vector | Sequence[float]) -> Matrix:

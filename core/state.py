@@ -40,6 +40,9 @@ class Caches:
         # Per rig: (first frame, per foot by limb index: the per-frame change) made by the smoothing of the
         # feet between contacts (`model.swing_smoothing`), kept and used the same way.
         self.feet: dict[str, tuple[int, dict[int, Any]]] = {}
+        # Per foot limb (by pointer): (its contacts' values, their foot locking over every frame around them),
+        # which live preview's fallback reads a row of (`contacts.locks_over`).
+        self.locks: dict[int, tuple[Any, Any]] = {}
 
     def reset(self) -> None:
         self.terrain.reset()
@@ -47,6 +50,7 @@ class Caches:
         self.frames.clear()
         self.pelvis.clear()
         self.feet.clear()
+        self.locks.clear()
 
 
 caches = Caches()

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def norm(v: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
+    """`np.linalg.norm(v, axis=axis)`, the same arithmetic without its per-call cost (a frame at a time)."""
+    return np.sqrt(np.add.reduce(v * v, axis=axis, keepdims=keepdims))  # type: ignore[no-any-return]
+
 
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     return np.stack((aw * bw - ax * bx - ay * by - az * bz,
                      aw * bx + ax * bw + ay * bz - az * by,
                      aw * by - ax * bz + ay * bw + az * bx,
@@ -23,8 +30,8 @@ def qconj(q: np.ndarray) -> np.ndarray:
 
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), np.array([1.0, 0.0, 0.0, 0.0]))
+    n = norm(q, keepdims=True)
+    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), _IDENTITY)
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -44,7 +51,7 @@ def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def qmat(q: np.ndarray) -> np.ndarray:
     """3x3 rotation matrices of unit quaternions."""
-    w, x, y, z = np.moveaxis(q, -1, 0)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return np.stack((
         np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
         np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
@@ -54,45 +61,49 @@ def qmat(q: np.ndarray) -> np.ndarray:
 def mat_to_quat(m: np.ndarray) -> np.ndarray:
     """Unit quaternions of the rotation part of (..., 3+, 3+) matrices (columns normalised first)."""
     r = m[..., :3, :3]
-    norm = np.linalg.norm(r, axis=-2, keepdims=True)
-    r = r / np.where(norm > 0.0, norm, 1.0)  # a column scaled to zero stays zero (finite, no warning)
-    tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
-    out = np.empty(r.shape[:-2] + (4,))
-    c0 = tr > 0.0
-    s = np.sqrt(np.maximum(tr + 1.0, 1e-300)) * 2.0
-    out0 = np.stack((0.25 * s, (r[..., 2, 1] - r[..., 1, 2]) / s, (r[..., 0, 2] - r[..., 2, 0]) / s,
-                     (r[..., 1, 0] - r[..., 0, 1]) / s), -1)
-    c1 = ~c0 & (r[..., 0, 0] > r[..., 1, 1]) & (r[..., 0, 0] > r[..., 2, 2])
-    s1 = np.sqrt(np.maximum(1.0 + r[..., 0, 0] - r[..., 1, 1] - r[..., 2, 2], 1e-300)) * 2.0
-    out1 = np.stack(((r[..., 2, 1] - r[..., 1, 2]) / s1, 0.25 * s1, (r[..., 0, 1] + r[..., 1, 0]) / s1,
-                     (r[..., 0, 2] + r[..., 2, 0]) / s1), -1)
-    c2 = ~c0 & ~c1 & (r[..., 1, 1] > r[..., 2, 2])
-    s2 = np.sqrt(np.maximum(1.0 + r[..., 1, 1] - r[..., 0, 0] - r[..., 2, 2], 1e-300)) * 2.0
-    out2 = np.stack(((r[..., 0, 2] - r[..., 2, 0]) / s2, (r[..., 0, 1] + r[..., 1, 0]) / s2, 0.25 * s2,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s2), -1)
-    s3 = np.sqrt(np.maximum(1.0 + r[..., 2, 2] - r[..., 0, 0] - r[..., 1, 1], 1e-300)) * 2.0
-    out3 = np.stack(((r[..., 1, 0] - r[..., 0, 1]) / s3, (r[..., 0, 2] + r[..., 2, 0]) / s3,
-                     (r[..., 1, 2] + r[..., 2, 1]) / s3, 0.25 * s3), -1)
-    out = np.where(c0[..., None], out0, np.where(c1[..., None], out1, np.where(c2[..., None], out2, out3)))
-    return qnormalize(out)
+    n = norm(r, axis=-2, keepdims=True)
+    r = (r / np.where(n > 0.0, n, 1.0)).reshape(-1, 3, 3)  # a column scaled to zero stays zero (finite, no warning)
+    d0, d1, d2 = r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]
+    case = np.where(d0 + d1 + d2 > 0.0, 0, np.where((d0 > d1) & (d0 > d2), 1, np.where(d1 > d2, 2, 3)))
+    out = np.empty((len(r), 4), dtype=r.dtype)
+    # Each row by the formula of its case (the trace, or the largest diagonal term): only those computed.
+    counts = np.bincount(case, minlength=4)
+    for k in np.flatnonzero(counts):
+        rows = slice(None) if counts[k] == len(r) else case == k
+        t = r[rows]
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = (t[:, i, j] for i in range(3) for j in range(3))
+        if k == 0:
+            s = np.sqrt(np.maximum(r00 + r11 + r22 + 1.0, 1e-300)) * 2.0
+            q = (0.25 * s, (r21 - r12) / s, (r02 - r20) / s, (r10 - r01) / s)
+        elif k == 1:
+            s = np.sqrt(np.maximum(1.0 + r00 - r11 - r22, 1e-300)) * 2.0
+            q = ((r21 - r12) / s, 0.25 * s, (r01 + r10) / s, (r02 + r20) / s)
+        elif k == 2:
+            s = np.sqrt(np.maximum(1.0 + r11 - r00 - r22, 1e-300)) * 2.0
+            q = ((r02 - r20) / s, (r01 + r10) / s, 0.25 * s, (r12 + r21) / s)
+        else:
+            s = np.sqrt(np.maximum(1.0 + r22 - r00 - r11, 1e-300)) * 2.0
+            q = ((r10 - r01) / s, (r02 + r20) / s, (r12 + r21) / s, 0.25 * s)
+        out[rows] = np.stack(q, -1)
+    return qnormalize(out.reshape(m.shape[:-2] + (4,)))
 
 
 def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """The shortest-arc rotation taking direction `u` to direction `v` (identity for zero vectors)."""
-    un = np.linalg.norm(u, axis=-1, keepdims=True)
-    vn = np.linalg.norm(v, axis=-1, keepdims=True)
+    un = norm(u, keepdims=True)
+    vn = norm(v, keepdims=True)
     zero = ((un == 0.0) | (vn == 0.0))[..., 0]
     a = u / np.where(un > 0.0, un, 1.0)
     b = v / np.where(vn > 0.0, vn, 1.0)
     w = 1.0 + np.einsum("...i,...i->...", a, b)
     xyz = cross(a, b)
     opposite = w < 1e-12
-    if np.any(opposite):  # half a turn about any axis across `a`
+    if opposite.any():  # half a turn about any axis across `a`
         ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
         xyz = np.where(opposite[..., None], ortho, xyz)
         w = np.where(opposite, 0.0, w)
     q = qnormalize(np.concatenate((w[..., None], xyz), -1))
-    return np.where(zero[..., None], np.array([1.0, 0.0, 0.0, 0.0]), q)
+    return np.where(zero[..., None], _IDENTITY, q)
 
 
 def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -102,7 +113,7 @@ def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     cos = np.abs(cos)
     t = np.asarray(t, dtype=np.float64)
     near = cos > 1.0 - 1e-4
-    omega = np.arccos(np.clip(cos, -1.0, 1.0))
+    omega = np.arccos(np.minimum(np.maximum(cos, -1.0), 1.0))
     so = np.where(near, 1.0, np.sin(omega))
     wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * omega) / so)
     wb = np.where(near, t, np.sin(t * omega) / so)
@@ -129,10 +140,10 @@ def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray)
         return qnormalize(quat)
     if mode == "AXIS_ANGLE":
         axis = aa[..., 1:]
-        n = np.linalg.norm(axis, axis=-1, keepdims=True)
+        n = norm(axis, keepdims=True)
         half = 0.5 * aa[..., :1]
         q = np.concatenate((np.cos(half), np.sin(half) * axis / np.where(n > 0, n, 1.0)), -1)
-        return np.where(n > 0, q, np.array([1.0, 0.0, 0.0, 0.0]))
+        return np.where(n > 0, q, _IDENTITY)
     return euler_to_quat(euler, mode)
 
 
