@@ -340,7 +340,8 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         heights = got.skeleton()[..., 2] - ground.heights(got.skeleton())
         hover, skate, src_skate = 0.0, 0.0, 0.0
         for a, b in contacts:
-            hover = max(hover, _nanmax(np.nanmin(heights[a:b + 1], axis=1)))
+            low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain
+            hover = max(hover, _nanmax(np.where(np.isfinite(low), low, np.nan)))
             skate = max(skate, float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max()))
             src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
         # The identity is judged outside frames where the source goes below its floor or skates: in a

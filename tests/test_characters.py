@@ -63,3 +63,28 @@ def test_the_rigify_rigs_walk_through_their_controls_as_the_metarig_does(tmp_pat
             for s in "LR":
                 got = rig.matrix_world @ rig.pose.bones[f"DEF-foot.{s}"].head
                 assert (got - want[f][s]).length < 0.01, (mode, f, s, got, want[f][s])
+
+
+# Issue 19's targets on stairs that the model does not meet yet: the knee's peak angular velocity goes over
+# 1.2x the source's where the walk climbs a step (docs/characters.md). Strict: the day they pass, say so.
+KNEE_ON_STAIRS = {"walk", "fbx_mixamo", "root_motion_object", "root_motion_parent", "run_30fps"}
+
+
+@pytest.mark.parametrize("kind", ["stairs", "noise"])
+@pytest.mark.parametrize("case", characters.CASES)
+def test_the_character_meets_the_targets_measured_as_a_user_sees_it(case, kind, tmp_path, request):
+    """Plant Feet + Bake on each character as users bring it, measured independently of the model (the
+    skeleton's ball and toe tip and the skinned sole against the terrain by ray cast, skate over the
+    source's own contacts, the knee against the source's): penetration and skate <= 1% of the leg, knee
+    <= 1.2x the source's, and Plant Feet's reported figure within 0.2% of the leg of the independent one."""
+    row = characters.run_case(case, kind, tmp_path)
+    assert not row.get("error"), row.get("traceback")
+    assert row["plant_feet"] == ["FINISHED"] and row["bake"] == ["FINISHED"], row
+    assert len(row["feet"]) == 2 and all(f["source_contacts"] >= 3 for f in row["feet"]), row["feet"]
+    got = characters.verdict(row)
+    figures = [{k: f[k] for k in ("penetration_skeleton_rel", "penetration_mesh_rel", "skate_max_rel", "knee_ratio")}
+               for f in row["feet"]]
+    assert all(ok for k, ok in got.items() if k != "knee"), (got, figures)
+    if kind == "stairs" and case in KNEE_ON_STAIRS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="knee pops on stairs (issue 19/20)"))
+    assert got["knee"], figures
