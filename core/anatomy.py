@@ -78,6 +78,11 @@ def _axes(obj: bpy.types.Object, foot: str, toe: str) -> tuple[Vector, Vector, V
     return up, forward, side, ankle, ball
 
 
+def _deform(control: str) -> str:
+    """The deform bone a Rigify control moves: foot_fk.L -> DEF-foot.L."""
+    return "DEF-" + control.replace("_fk", "")
+
+
 def _local(obj: bpy.types.Object, bone: str, p: Vector) -> tuple[str, Vector]:
     return bone, obj.data.bones[bone].matrix_local.inverted_safe() @ p
 
@@ -87,7 +92,9 @@ def _from_mesh(obj: bpy.types.Object, foot: str, toe: str, meshes: list[bpy.type
     up, forward, side, ankle, ball = _axes(obj, foot, toe)
     for mesh in meshes:
         groups = {g.name: g.index for g in mesh.vertex_groups}
-        gf, gt = groups.get(foot, -1), groups.get(toe, -2) if toe else -2
+        # A control rig's mesh is weighted to its deform bones (Rigify: foot_fk.L moves DEF-foot.L).
+        gf = groups.get(foot, groups.get(_deform(foot), -1))
+        gt = groups.get(toe, groups.get(_deform(toe), -2)) if toe else -2
         if gf < 0 and gt < 0:
             continue
         pts, on_toe = [], []

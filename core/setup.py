@@ -47,8 +47,9 @@ def common_ancestor(obj: bpy.types.Object, names: Sequence[str]) -> str:
     return chains[0][-1] if chains[0] else ""
 
 
-def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb]) -> None:
-    """Replace the rig's limbs with `found`, each with defaults measured on the rig."""
+def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb], pelvis: Optional[str] = None) -> None:
+    """Replace the rig's limbs with `found`, each with defaults measured on the rig; `pelvis`: the bone the
+    body follows by (None: the legs' nearest common ancestor)."""
     s = settings(obj)
     s.limbs.clear()
     for d in found:
@@ -61,7 +62,7 @@ def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb])
         limb.toe_bone = d.toe_bone or ""
         measure_limb(obj, limb)
     thighs = [d.bones[0] for d in found if d.kind == "FOOT"]
-    s.pelvis_bone = common_ancestor(obj, thighs) if thighs else ""
+    s.pelvis_bone = pelvis if pelvis is not None else common_ancestor(obj, thighs) if thighs else ""
     s.active_limb = 0
 
 
@@ -145,14 +146,59 @@ def no_limbs_message(obj: bpy.types.Object) -> str:
             "hand in the Contact IK panel (for the command line: save the .blend with them, then bake that)")
 
 
+# A Rigify generated rig, by the controls every one of them has: (kind, IK/FK switch bone, FK chain, FK end
+# bone, FK toe, label). Its ORG, DEF and MCH bones follow these by constraints and are never written.
+RIGIFY_LIMBS = (("FOOT", "thigh_parent", ("thigh_fk", "shin_fk"), "foot_fk", "toe_fk", "Leg"),
+                ("HAND", "upper_arm_parent", ("upper_arm_fk", "forearm_fk"), "hand_fk", None, "Arm"))
+
+
+def rigify_limbs(obj: bpy.types.Object) -> Optional[list[detect.DetectedLimb]]:
+    """A Rigify generated rig's limbs, driven through its FK controls (the body through `torso`); None for
+    any other rig. The IK/FK switch (`IK_FK` on each limb's parent control: 1 is FK) is read per limb: a leg
+    in IK mode is refused with what to do (Contact IK does not drive the IK foot control yet); an arm in IK
+    mode is left out."""
+    pbs = obj.pose.bones
+    if "torso" not in pbs or not any(f"thigh_parent.{s}" in pbs for s in "LR"):
+        return None
+    found, ik = [], []
+    for kind, switch, chain, end, toe, label in RIGIFY_LIMBS:
+        for side in "LR":
+            names = tuple(f"{c}.{side}" for c in chain)
+            parent = pbs.get(f"{switch}.{side}")
+            if parent is None or any(n not in pbs for n in (*names, f"{end}.{side}")):
+                continue
+            if float(parent.get("IK_FK", 1.0)) < 0.5:
+                if kind == "FOOT":
+                    ik.append(parent.name)
+                continue
+            tip = f"{toe}.{side}" if toe and f"{toe}.{side}" in pbs else None
+            found.append(detect.DetectedLimb(f"{'Left' if side == 'L' else 'Right'} {label}", kind, side, names,
+                                             f"{end}.{side}", tip, "Rigify FK controls"))
+    if ik:
+        raise UserError(f"{obj.name!r} is a Rigify rig with its legs in IK mode ({', '.join(ik)}: IK_FK 0); Contact IK "
+                        "drives Rigify legs through their FK controls (thigh_fk > shin_fk > foot_fk) and does not "
+                        "drive the IK foot control yet: snap each leg to FK (the rig's 'IK->FK' button in the Rig "
+                        "Main Properties keeps the pose) and set IK_FK to 1, then run Plant Feet again")
+    return found
+
+
+def find_limbs(obj: bpy.types.Object) -> tuple[list[detect.DetectedLimb], Optional[str]]:
+    """The rig's limbs and the bone the body follows by (None: the legs' common ancestor): a Rigify rig's
+    controls (`rigify_limbs`), else by names and hierarchy (`detect`)."""
+    rigify = rigify_limbs(obj)
+    if rigify is not None:
+        return rigify, "torso"
+    return detect.detect_limbs(detect.bones_from_armature(obj)), None
+
+
 def ensure_limbs(obj: bpy.types.Object) -> str:
     """The rig's limbs, detected when it has none (`apply_detection`); how they were found."""
     if settings(obj).limbs:
         return "from the file's settings"
-    found = detect.detect_limbs(detect.bones_from_armature(obj))
+    found, pelvis = find_limbs(obj)
     if not found:
         raise UserError(no_limbs_message(obj))
-    apply_detection(obj, found)
+    apply_detection(obj, found, pelvis)
     return detect.describe(found)
 
 

@@ -37,11 +37,15 @@ class CONTACT_IK_OT_detect_limbs(bpy.types.Operator):
         from ..core import detect
 
         obj = context.active_object
-        found = detect.detect_limbs(detect.bones_from_armature(obj))
+        try:
+            found, pelvis = setup.find_limbs(obj)
+        except UserError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
         if not found:
             self.report({"ERROR"}, setup.no_limbs_message(obj))
             return {"CANCELLED"}
-        setup.apply_detection(obj, found)
+        setup.apply_detection(obj, found, pelvis)
         self.report({"INFO"}, "Found " + detect.describe(found).replace("\n", "; "))
         return {"FINISHED"}
 

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(harness.ROOT / "tools"))
 import characters  # noqa: E402
+import quality  # noqa: E402
 
 
 def test_the_mixamo_style_fbx_comes_in_rotated_and_scaled(tmp_path):
@@ -41,11 +42,9 @@ def test_root_motion_on_the_object_moves_the_feet_as_the_walk_does(tmp_path):
     assert ((got[1] - got[0]) - (want[1] - want[0])).length < 1e-4
 
 
-@pytest.mark.skip(reason="the Rigify case is not valid yet: its DEF feet end about 0.25 m from where its ORG "
-                         "feet (and the metarig's) are; tools/characters.py keeps it out of the report (NOT_VALIDATED)")
 def test_the_rigify_rigs_walk_through_their_controls_as_the_metarig_does(tmp_path):
     """The generated rig, keyed on its controls (IK and FK), moves its deform feet where the metarig's walk
-    puts the metarig's feet."""
+    puts the metarig's feet (so the Rigify case measures what it claims)."""
     import bpy
 
     ref = characters.walk(tmp_path)
@@ -65,9 +64,41 @@ def test_the_rigify_rigs_walk_through_their_controls_as_the_metarig_does(tmp_pat
                 assert (got - want[f][s]).length < 0.01, (mode, f, s, got, want[f][s])
 
 
+def test_a_rigify_rig_is_driven_through_its_fk_controls_and_never_its_org_def_or_mch_bones(tmp_path):
+    import bpy
+
+    rig = characters._rigify("FK")
+    setup = harness.module("core.setup")
+    setup.ensure_limbs(rig)
+    s = rig.contact_ik
+    legs = [lb for lb in s.limbs if lb.kind == "FOOT"]
+    assert [(tuple(b.bone for b in lb.bones), lb.end_bone, lb.toe_bone) for lb in legs] == [
+        (("thigh_fk.L", "shin_fk.L"), "foot_fk.L", "toe_fk.L"), (("thigh_fk.R", "shin_fk.R"), "foot_fk.R", "toe_fk.R")]
+    assert s.pelvis_bone == "torso"
+    written = {c.bone for c in harness.module("core.checks").driven_channels(rig)}
+    assert written and not [n for n in written if n.startswith(("ORG-", "DEF-", "MCH-"))], written
+    # The sole comes from the body, weighted to the deform feet the controls move.
+    sole = harness.module("core.anatomy").sole_of(rig, "foot_fk.L", "toe_fk.L", None)
+    assert sole.source == "the skinned mesh 'Body'", sole.source
+    assert bpy.context.scene.objects["Body"].modifiers["Armature"].object is rig
+
+
+def test_a_rigify_rig_with_its_legs_in_ik_mode_is_refused_with_what_to_do(tmp_path):
+    import bpy
+
+    rig = characters._rigify("IK")
+    terrain = quality.build_terrain("noise", *characters._feet_path(rig, bpy.context.scene))
+    characters._select([rig, terrain])
+    with pytest.raises(RuntimeError) as exc:
+        bpy.ops.contact_ik.plant_feet()
+    msg = str(exc.value)
+    assert "Rigify rig with its legs in IK mode" in msg and "thigh_parent.L" in msg and "set IK_FK to 1" in msg, msg
+    assert not [lb for lb in rig.contact_ik.limbs], "nothing was set up on the refused rig"
+
+
 # Issue 19's targets on stairs that the model does not meet yet: the knee's peak angular velocity goes over
 # 1.2x the source's where the walk climbs a step (docs/characters.md). Strict: the day they pass, say so.
-KNEE_ON_STAIRS = {"walk", "fbx_mixamo", "root_motion_object", "root_motion_parent", "run_30fps"}
+KNEE_ON_STAIRS = {"walk", "fbx_mixamo", "root_motion_object", "root_motion_parent", "run_30fps", "rigify_fk"}
 
 
 @pytest.mark.parametrize("kind", ["stairs", "noise"])
