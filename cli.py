@@ -356,6 +356,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     """Load, plant, bake, measure, save and export one clip (with `write` False: only measure); the
     report as a dict."""
     from .core import bake, measure, metrics, setup
+    from .core.anatomy import sole_of
     from .core.ground import terrain_objects
 
     t0 = time.perf_counter()
@@ -372,9 +373,12 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     start = args.frame_start if args.frame_start is not None else scene.frame_start
     end = args.frame_end if args.frame_end is not None else scene.frame_end
     try:
-        terrain = setup.prepare(obj, scene).terrain  # as Plant Feet: limbs, terrain, floor, contacts
+        prepared = setup.prepare(obj, scene)  # as Plant Feet: limbs, terrain, floor, contacts
     except InputError as exc:
         raise InputError(f"{pathlib.Path(path).name}: {exc}") from exc
+    terrain = prepared.terrain
+    for warning in prepared.warnings:
+        print(f"contact_ik: note: {pathlib.Path(path).name}: {warning}", file=sys.stderr)
     bpy.context.view_layer.objects.active = obj
     try:
         job = bake.BakeJob([obj], start, end, scene)
@@ -417,6 +421,9 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "quality": quality,
         "quality_before": source_quality,
         "independent": independent,
+        "soles": {lb.name: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset).source
+                  for lb in _addon().settings(obj).limbs if lb.kind == "FOOT" and lb.end_bone in obj.data.bones},
+        "setup_notes": prepared.warnings,
         "warnings": warnings,
         "timings": {"load_s": t_load - t0, "bake_s": t_bake - t_load, "measure_s": t_measure - t_bake,
                     "save_s": t_end - t_measure, "total_s": t_end - t0,

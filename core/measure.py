@@ -43,6 +43,7 @@ CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's f
 CONTACT_SPEED = 0.25  # leg/s: ...and the ball slower than this is a source contact
 MIN_CONTACT_FRAMES = 2
 CONTACT_GAP = 0.025  # s: a stance broken by no more than this is one contact
+SEAM_SPEED = 2.5  # leg/s: a ball this fast from one frame to the next has jumped (a seam), not rolled
 MESH_SOLE_BAND = 0.03  # x leg: a bound mesh's sole is its foot vertices this close to their lowest
 HUMAN_LEG_MM = 900.0  # a 0.9 m leg, to state skate in millimetres at human scale
 PERCEPTIBLE_SKATE_MM = 21.0
@@ -260,14 +261,17 @@ def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tu
     for a, b in zip(idx[:-1], idx[1:]):
         if 1 < b - a <= gap + 1:
             on[a:b] = True
+    # A jump no planted foot makes (a loop's or an NLA repeat's seam snapping the clip back) ends a contact,
+    # though the frames either side of it are slow.
+    jump = np.concatenate([step > SEAM_SPEED * leg, [False]])
     out, start = [], None
     for i, v in enumerate(list(on) + [False]):
         if v and start is None:
             start = i
-        elif not v and start is not None:
+        elif start is not None and (not v or jump[i - 1]):
             if i - start >= MIN_CONTACT_FRAMES:
                 out.append((start, i - 1))
-            start = None
+            start = i if v else None
     return out
 
 

@@ -216,15 +216,20 @@ def playing_source(obj: bpy.types.Object, scene: bpy.types.Scene) -> Iterator[No
     assigned (where the rig plays a bake); all as it was after it."""
     action = anim.action_of(obj)
     source = bake.source_of(action)
+    # A bake of a rig with no action of its own (its motion in NLA strips) is laid over the strips: without it
+    # they play the source.
+    over_nla = source is None and bake.is_baked(action)
     slot = getattr(anim.slot_of(obj), "identifier", None)
     kept = state.caches.frames.get(obj.name)  # still valid after: playing the source changes nothing
     with state.paused([obj], scene):
         if source is not None:
             anim.assign(obj, source, slot)
+        elif over_nla:
+            obj.animation_data.action = None
         try:
             yield
         finally:
-            if source is not None and action is not None:
+            if (source is not None or over_nla) and action is not None:
                 anim.assign(obj, action, slot)
             if kept is not None and obj.name not in state.caches.frames:
                 state.caches.frames[obj.name] = kept

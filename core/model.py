@@ -230,9 +230,9 @@ class LockTrack:
 
 
 class Rays:
-    """The ground model's one ray engine: down-rays in bulk (`heightfield.DownRays`, exact against the BVH
-    tree's first hit from above, overhangs included) and the clearance field, grouped by the armature's up
-    axis (one group unless the armature turns). `terrain` is a `ground.Terrain`."""
+    """The ground model's one ray engine, for every path (plan, live preview, bake, CLI): down-rays in bulk
+    along world Z (`heightfield.DownRays`, exact against the terrain's triangles: the first hit from above,
+    overhangs included) and the clearance field. `terrain` is a `ground.Terrain`."""
 
     def __init__(self, terrain: Any):
         self.terrain = terrain
@@ -241,32 +241,18 @@ class Rays:
         return self.terrain.extent(up)  # type: ignore[no-any-return]
 
     def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
-        """The highest terrain within `reach` above or below each point, along its row's `up`."""
-        if (up == up[0]).all():  # the usual case: the armature does not turn
-            return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
-        reach = np.broadcast_to(reach, (len(points),))
-        uniq, inv = np.unique(np.round(up, 12), axis=0, return_inverse=True)
-        hit = np.zeros(len(points), dtype=bool)
-        height = np.full(len(points), np.nan)
-        normal = np.full((len(points), 3), np.nan)
-        for g, u in enumerate(uniq):
-            sel = np.flatnonzero(inv.ravel() == g)
-            r = self.terrain.down_rays(u).cast(points[sel], reach[sel])
-            hit[sel], height[sel], normal[sel] = r.hit, r.height, r.normal
-        return DownHits(hit, height, normal)
+        """The highest terrain within `reach` above or below each point (up: world Z on every row)."""
+        return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
 
     def clearance(self, points: np.ndarray, up: np.ndarray, leg: Any) -> np.ndarray:
-        """The clearance field's height under `points` (`heightfield.ClearanceField`), per row's up axis
-        and leg length."""
+        """The clearance field's height under `points` (`heightfield.ClearanceField`), per leg length."""
         leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
-        if (up == up[0]).all() and (leg == leg[0]).all():  # the usual case: one field for every row
+        if (leg == leg[0]).all():  # the usual case: one field for every row
             return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
-        keys = np.column_stack((np.round(up, 12), leg))  # `Terrain.clearance` rounds them for its cache
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        for g, key in enumerate(uniq):
-            sel = np.flatnonzero(inv.ravel() == g)
-            out[sel] = self.terrain.clearance(key[:3], float(key[3])).height(points[sel])
+        for value in np.unique(leg):
+            sel = np.flatnonzero(leg == value)
+            out[sel] = self.terrain.clearance(up[0], float(value)).height(points[sel])
         return out
 
 

@@ -241,6 +241,12 @@ def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy
     if terrain is not None:
         s.terrain = terrain
     warnings = checks.rig_warnings(obj)
+    for lb in s.limbs:
+        if lb.enabled and lb.kind == "FOOT" and lb.end_bone in obj.data.bones:
+            source = sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset).source
+            if "estimated" in source:
+                warnings.append(f"{lb.name}: its sole comes from {source}; bind the character's mesh to the armature "
+                                "(or give the toe an end bone) for a sole Contact IK does not have to guess")
     if s.auto_floor:
         s.floor_height = detect_floor(obj, scene)
     if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):

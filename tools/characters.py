@@ -17,6 +17,8 @@ flat-ground walk keyed in code) and turns it into what users actually have, with
 - `loop_cycles`: the walk's keys repeated by Cycles modifiers over three times its length (the hips snap
   back at each repeat);
 - `run_30fps`: a run at 30 fps, stances of 3 to 4 frames;
+- `nla_repeat`: the walk's keys in an NLA strip repeated three times, no active action;
+- `range_inside`: the scene's frame range a part (20 to 70) of a longer action;
 
 Each case is planted as a user does it (select the armature and the terrain, Plant Feet, Bake) on stairs
 and on a noise field laid under its path, then measured by `core/measure.py` (independent of the model:
@@ -60,7 +62,7 @@ from mathutils import Vector  # noqa: E402
 FRAMES = 90
 TARGETS = {"penetration": 0.01, "skate": 0.01, "knee": 1.2}  # issue 19: x leg; knee x the source's
 CASES = ("walk", "fbx_mixamo", "gltf", "gltf_mixamo", "root_motion_object", "root_motion_parent", "loop_cycles",
-         "run_30fps", "rigify_fk")
+         "run_30fps", "rigify_fk", "nla_repeat", "range_inside")
 # Built but not yet valid, so not in the report: keyed this way, the generated rig's ORG feet land where the
 # metarig's walk puts them, but its DEF chain (which follows the tweak controls) ends about 0.25 m away
 # (tests/test_characters.py shows it when un-skipped). Figures measured on it would mean nothing.
@@ -186,6 +188,29 @@ def loop_cycles(tmp: pathlib.Path) -> bpy.types.Object:
     for fc in from_harness.fcurves(rig.animation_data.action, from_harness.slot_of(rig)):
         fc.modifiers.new("CYCLES")
     bpy.context.scene.frame_end = 3 * 2 * demo_scene.CYCLE
+    return rig
+
+
+def nla_repeat(tmp: pathlib.Path) -> bpy.types.Object:
+    """The walk's two cycles in an NLA strip repeated three times, no active action (as a clip library has it)."""
+    rig, _body = _walk(frames=2 * demo_scene.CYCLE)
+    ad = rig.animation_data
+    action = ad.action
+    slot = getattr(ad, "action_slot", None)
+    track = ad.nla_tracks.new()
+    strip = track.strips.new(action.name, 1, action)
+    if slot is not None and hasattr(strip, "action_slot"):
+        strip.action_slot = slot
+    strip.repeat = 3.0
+    ad.action = None
+    bpy.context.scene.frame_end = int(strip.frame_end)
+    return rig
+
+
+def range_inside(tmp: pathlib.Path) -> bpy.types.Object:
+    """The scene's range a part of a longer action (frames 20 to 70 of 90)."""
+    rig, _body = _walk()
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 20, 70
     return rig
 
 
