@@ -200,7 +200,7 @@ class RigReader:
             self.limbs.append(spec)
         used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone, lb.control)}
         # Bones whose location is written (the pelvis, control bones): read on every frame.
-        self.located = sorted({self.pelvis} | {lb.control for lb in self.limbs} - {-1})
+        self.located = sorted(({self.pelvis} | {lb.control for lb in self.limbs}) - {-1})
         self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
         self.slot = {int(b): k for k, b in enumerate(self.used)}
         k = len(self.used)
