@@ -122,6 +122,13 @@ class ContactIKLimb(bpy.types.PropertyGroup):
     toe_bone: StringProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Toe Bone", description="Optional toe bone: its tip is also kept above the terrain",
     )
+    control_bone: StringProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
+        name="Control Bone",
+        description="Drive this limb by moving this control (an IK foot control, e.g. Rigify's foot_ik.L) so the end "
+                    "bone lands where planned, keeping the animation's offset between the two (its foot roll); the "
+                    "chain and end bones are then only read (the rig's own IK moves them). Empty: the chain is solved",
+    )
     weight: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed,
         name="Weight",

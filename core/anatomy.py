@@ -79,8 +79,8 @@ def _axes(obj: bpy.types.Object, foot: str, toe: str) -> tuple[Vector, Vector, V
 
 
 def _deform(control: str) -> str:
-    """The deform bone a Rigify control moves: foot_fk.L -> DEF-foot.L."""
-    return "DEF-" + control.replace("_fk", "")
+    """The deform bone a Rigify control or original bone moves: foot_fk.L, ORG-foot.L -> DEF-foot.L."""
+    return "DEF-" + control.removeprefix("ORG-").replace("_fk", "")
 
 
 def _local(obj: bpy.types.Object, bone: str, p: Vector) -> tuple[str, Vector]:

@@ -240,11 +240,18 @@ class BatchRig(RigReader):
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
         for lb, plan in staged.plans:
-            self._solve(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
+            if lb.control >= 0:
+                self._drive(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
+            else:
+                self._solve(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
         for lb in self.limbs:
             if lb.kind == "FOOT" or lb.targets is None:
                 continue
             tq = mat_to_quat(lb.targets)
+            if lb.control >= 0:
+                self._drive(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
+                            np.ones(n, dtype=bool), out, soft=False)
+                continue
             self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
                         np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
         return out
@@ -303,12 +310,7 @@ class BatchRig(RigReader):
         assert lb.weights is not None
         weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
-        goal = target
-        if soft and self.softness > 0.0:
-            off = goal - hip
-            dist = np.linalg.norm(off, axis=1)
-            eased = np.array([soft_distance(float(d), float(c), self.softness) for d, c in zip(dist, chain)])
-            goal = np.where((dist > 0)[:, None], hip + off * (eased / np.where(dist > 0, dist, 1.0))[:, None], goal)
+        goal = self._soft_goal(hip, chain, target) if soft else target
         new_knee, new_tip, _case = solve_two_bone_batch(hip, knee, tip, goal, pole)
         inv0, inv1 = affine_inv(f0), affine_inv(f1)
         cl0 = xform(inv0, knee)
@@ -338,6 +340,62 @@ class BatchRig(RigReader):
         ok = active & (weight > 0.0) & np.isfinite(goal).all(1)
         for b, q in ((lb.chain[0], q0), (lb.chain[1], q1), (lb.end, end_q)):
             self._emit(b, q, ok, out)
+
+    def _soft_goal(self, hip: np.ndarray, chain: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """The target eased toward the hip as the chain nears full stretch (Soft IK, `solvers.soft`)."""
+        if self.softness <= 0.0:
+            return target
+        off = target - hip
+        dist = np.linalg.norm(off, axis=1)
+        eased = np.array([soft_distance(float(d), float(c), self.softness) for d, c in zip(dist, chain)])
+        return np.where((dist > 0)[:, None], hip + off * (eased / np.where(dist > 0, dist, 1.0))[:, None], target)
+
+    def _drive(self, lb: LimbSpec, frame: np.ndarray, rots: np.ndarray, shift: np.ndarray, target: np.ndarray,
+               target_rot: Optional[np.ndarray], active: np.ndarray, out: Channels, soft: bool) -> None:
+        """A limb driven through its control bone (an IK foot control: the rig's own IK moves the chain):
+        the control moved, per frame, so the end bone lands at `target` turned to `target_rot` (world), the
+        animation's own offset between the control and the end bone on that frame kept (a foot roll under
+        the control stays as animated). Written as the control's location and rotation channels against its
+        parent as the pelvis's move leaves it (`LimbSpec.control_follow`); the chain and end bones are only
+        read. Where the limb is not `active` the control keeps its animated values."""
+        s, n, mw = self.slot, self.frames, self.mw
+        c, e = s[lb.control], s[lb.end]
+        arm = self.arm
+        inv_mw = affine_inv(mw)
+        ctrl = mw @ arm[:, c]
+        end = mw @ arm[:, e]
+        held = affine_inv(ctrl) @ end  # the end bone in the control's frame, as animated
+        joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [end[:, :3, 3]]
+        chain = sum(np.linalg.norm(b - a, axis=1) for a, b in zip(joints, joints[1:]))
+        hip = joints[0] + shift
+        goal = self._soft_goal(hip, np.asarray(chain), target) if soft else target
+        placed = end.copy()
+        if target_rot is not None:
+            turn = qmat(qmul(qnormalize(target_rot), qconj(mat_to_quat(end))))
+            placed[:, :3, :3] = turn @ end[:, :3, :3]
+        placed[:, :3, 3] = np.where(np.isfinite(goal), goal, end[:, :3, 3])
+        new_arm = inv_mw @ placed @ affine_inv(held)  # the control's new armature-space matrix
+        basis = np.zeros((n, 4, 4))
+        basis[:, :3, :3] = qmat(rots[:, c]) * self.scale[:, c][:, None, :]
+        basis[:, :3, 3] = self.loc[:, c]
+        basis[:, 3, 3] = 1.0
+        parent = arm[:, c] @ affine_inv(basis)  # everything above the control's own channels
+        if lb.control_follow:
+            parent = parent.copy()
+            parent[:, :3, 3] += lb.control_follow * np.einsum("nij,nj->ni", inv_mw[:, :3, :3], shift)
+        local = affine_inv(parent) @ new_arm
+        loc = local[:, :3, 3]
+        q = mat_to_quat(local)
+        assert lb.weights is not None
+        weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
+        blend = weight < 1.0
+        if blend.any():
+            loc = np.where(blend[:, None], self.loc[:, c] + (loc - self.loc[:, c]) * weight[:, None], loc)
+            q = np.where(blend[:, None], qslerp(rots[:, c], q, weight), q)
+        ok = active & (weight > 0.0) & np.isfinite(goal).all(1) & np.isfinite(loc).all(1) & np.isfinite(q).all(1)
+        self._emit(lb.control, q, ok, out)
+        name = self.obj.pose.bones[lb.control].name
+        out[(name, "location")] = (np.where(ok[:, None], loc, self.loc[:, c]), ok)
 
     def _solve_each(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
                     pole_shift: bool) -> None:

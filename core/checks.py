@@ -137,7 +137,25 @@ def limb_error(obj: bpy.types.Object, limb: Any) -> Optional[str]:
             return f"{label}: the end bone {limb.end_bone!r} is not below {names[-1]!r}, the chain's last bone: {fix}"
     elif limb.kind == "FOOT":
         return f"{label} is a foot without an end bone: pick the foot bone in the Limbs panel, or disable the limb"
+    control = getattr(limb, "control_bone", "")
+    if control:
+        if control not in bones:
+            return f"{label}: no control bone {control!r} in {obj.name!r}: {fix} (or clear Control Bone)"
+        if not limb.end_bone:
+            return f"{label} is driven through {control!r} but has no end bone to land: pick it in the Limbs panel"
+        if control in names or control == limb.end_bone:
+            return (f"{label}: its control bone {control!r} is one of its chain or end bones: pick the control that "
+                    "moves the end bone (an IK foot control), or clear Control Bone")
     return None
+
+
+def written_bones(limb: Any) -> list[str]:
+    """The bones Contact IK writes for `limb`: its control bone alone when it has one (the chain and end
+    bones, which the rig's own IK moves, are only read), else its chain and end bones."""
+    control = getattr(limb, "control_bone", "")
+    if control:
+        return [control]
+    return [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
 
 
 def limb_is_usable(obj: bpy.types.Object, limb: Any) -> bool:
@@ -147,7 +165,8 @@ def limb_is_usable(obj: bpy.types.Object, limb: Any) -> bool:
 
 @dataclass
 class Channel:
-    """A channel Contact IK writes: a bone's rotation in its own mode, or the pelvis's location."""
+    """A channel Contact IK writes: a bone's rotation in its own mode, or the location of the pelvis or of a
+    limb's control bone."""
 
     bone: str
     prop: str  # rotation_quaternion, rotation_euler, rotation_axis_angle or location
@@ -161,15 +180,21 @@ class Channel:
 
 
 def driven_channels(obj: bpy.types.Object) -> list[Channel]:
-    """The channels Contact IK writes on `obj`: chain and end bone rotations, and the pelvis location."""
+    """The channels Contact IK writes on `obj`: chain and end bone rotations, a control bone's location and
+    rotation (for a limb driven through one), and the pelvis location."""
     s = settings(obj)
     bones = obj.pose.bones
     names: list[str] = []
+    controls: list[str] = []
     for limb in s.limbs:
         if limb.enabled and limb_is_usable(obj, limb):
-            names += [b.bone for b in limb.bones if b.bone] + ([limb.end_bone] if limb.end_bone else [])
+            names += written_bones(limb)
+            if limb.control_bone:
+                controls.append(limb.control_bone)
     out = []
     for name in dict.fromkeys(names):
+        if name in controls and name != s.pelvis_bone:
+            out.append(Channel(name, "location", 3))
         mode = bones[name].rotation_mode
         if mode == "QUATERNION":
             out.append(Channel(name, "rotation_quaternion", 4))
@@ -203,7 +228,7 @@ def _driven_bones(obj: bpy.types.Object) -> dict[str, str]:
     out: dict[str, str] = {}
     for limb in s.limbs:
         if limb.enabled and limb_error(obj, limb) is None:
-            for n in [b.bone for b in limb.bones] + ([limb.end_bone] if limb.end_bone else []):
+            for n in written_bones(limb):
                 out.setdefault(n, limb.name)
     if s.body_follow and s.pelvis_bone in obj.pose.bones:
         out.setdefault(s.pelvis_bone, "pelvis")

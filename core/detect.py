@@ -42,6 +42,7 @@ class DetectedLimb:
     end_bone: str
     toe_bone: Optional[str]
     convention: str
+    control: str = ""  # a control the limb is driven through (Rigify's IK foot), or '': the chain is solved
 
 
 @dataclass(frozen=True)
@@ -486,5 +487,6 @@ def describe(limbs: Sequence[DetectedLimb]) -> str:
     lines = []
     for lb in limbs:
         chain = " > ".join(lb.bones + (lb.end_bone,) + ((lb.toe_bone,) if lb.toe_bone else ()))
-        lines.append(f"{lb.name}: {chain} ({lb.convention})")
+        through = f", driven through {lb.control}" if lb.control else ""
+        lines.append(f"{lb.name}: {chain} ({lb.convention}{through})")
     return "\n".join(lines)

@@ -102,8 +102,8 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     memory = _memory(obj)
     memory.settle()
     bones = obj.pose.bones
-    # Only the bones a solve can write: the limbs' chain and end bones and the pelvis.
-    names = {b.bone for lb in s.limbs for b in lb.bones if b.bone} | {lb.end_bone for lb in s.limbs if lb.end_bone}
+    # Only the bones a solve can write: the limbs' chain and end bones (or their control bones) and the pelvis.
+    names = {n for lb in s.limbs for n in checks.written_bones(lb)}
     names.add(s.pelvis_bone)
     before = {n: _channels(bones[n]) for n in names if n in bones}
     frame = depsgraph.scene.frame_current

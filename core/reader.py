@@ -65,6 +65,11 @@ class LimbSpec:
     weights: Optional[np.ndarray] = None  # (N,) the limb's IK weight per frame
     targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
     poles: Optional[np.ndarray] = None  # (N, 3) world pole positions (a pole object)
+    # A control bone the limb is driven through (`batch.BatchRig._drive`), -1 for none: the chain is solved.
+    control: int = -1
+    # How much of a move of the pelvis the control's parent takes along (`pelvis_follow`): 0 for a control
+    # under the rig's root, 1 for one under the pelvis.
+    control_follow: float = 0.0
 
     @property
     def closed_form(self) -> bool:
@@ -90,6 +95,47 @@ def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: 
     footprints = [contact_values(cs, p, k).tobytes() for p, k in (("lock", 3), ("heel", 3), ("toe", 3), ("width", 1))]
     key = ("footing", obj.name, limb.name, float(f"{leg:.6g}"), *footprints)
     return terrain.memo(key, lambda: np.array(place_footprints(list(cs), terrain, leg)))  # type: ignore[no-any-return]
+
+
+# Constraints through which a bone takes along its target's translation (by their influence).
+_FOLLOWING = {"CHILD_OF", "COPY_TRANSFORMS", "COPY_LOCATION"}
+
+
+def pelvis_follow(obj: bpy.types.Object, bone: str, pelvis: str) -> float:
+    """How much of a translation of the bone `pelvis` (its location moved) the bone `bone` takes along, by
+    its parents and its constraints (an Armature constraint by its targets' weights, as Rigify's parent
+    switches are, a Child Of, Copy Transforms or Copy Location by its influence), as the pose has them now:
+    1 for a bone under the pelvis, 0 for one under the rig's root only."""
+    pbs = obj.pose.bones
+    memo: dict[str, float] = {}
+
+    def follow(name: str, depth: int) -> float:
+        if name == pelvis:
+            return 1.0
+        if name in memo:
+            return memo[name]
+        pb = pbs.get(name)
+        if pb is None or depth > 64:
+            return 0.0
+        f = follow(pb.parent.name, depth + 1) if pb.parent is not None else 0.0
+        for c in pb.constraints:
+            if c.mute or not getattr(c, "enabled", True) or c.influence <= 0.0:
+                continue
+            if c.type == "ARMATURE":
+                g = sum(t.weight * follow(t.subtarget, depth + 1) for t in c.targets
+                        if t.target == obj and t.subtarget)
+            elif c.type in _FOLLOWING and getattr(c, "target", None) == obj and getattr(c, "subtarget", ""):
+                g = follow(c.subtarget, depth + 1)
+            else:
+                continue
+            f = (1.0 - c.influence) * f + c.influence * g
+        memo[name] = f
+        return f
+
+    own = pbs.get(bone)
+    if own is None or not pelvis:
+        return 0.0
+    return follow(own.parent.name, 0) if own.parent is not None else 0.0
 
 
 def has_limbs(obj: bpy.types.Object) -> bool:
@@ -148,8 +194,13 @@ class RigReader:
             )
             if lb.kind == "FOOT" and terrain is not None:
                 spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names, lb.end_bone))
+            if lb.control_bone:
+                spec.control = find(lb.control_bone)
+                spec.control_follow = pelvis_follow(obj, lb.control_bone, s.pelvis_bone) if self.pelvis >= 0 else 0.0
             self.limbs.append(spec)
-        used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone)}
+        used = {self.pelvis} | {b for lb in self.limbs for b in (*lb.chain, lb.end, lb.toe, lb.pole_bone, lb.control)}
+        # Bones whose location is written (the pelvis, control bones): read on every frame.
+        self.located = sorted(({self.pelvis} | {lb.control for lb in self.limbs}) - {-1})
         self.used = np.array(sorted(u for u in used if u >= 0), dtype=np.int64)
         self.slot = {int(b): k for k, b in enumerate(self.used)}
         k = len(self.used)
@@ -203,8 +254,8 @@ class RigReader:
             pbs.foreach_get(name, buf)
             dest = getattr(self, _ARRAYS[name])
             dest[row] = view[used].reshape(dest.shape[1:])
-        if self.pelvis >= 0:
-            self.loc[row, self.slot[self.pelvis]] = pbs[self.pelvis].location
+        for b in self.located:
+            self.loc[row, self.slot[b]] = pbs[b].location
         if not self._static_done:
             # Values nothing animates: read once (scales, rotation channels of modes not read per frame).
             for name, size in (("scale", 3), ("rotation_quaternion", 4), ("rotation_axis_angle", 4),

@@ -60,6 +60,7 @@ def apply_detection(obj: bpy.types.Object, found: Sequence[detect.DetectedLimb],
             limb.bones.add().bone = name
         limb.end_bone = d.end_bone
         limb.toe_bone = d.toe_bone or ""
+        limb.control_bone = getattr(d, "control", "")  # a DetectedLimb, or any object with its fields
         measure_limb(obj, limb)
     thighs = [d.bones[0] for d in found if d.kind == "FOOT"]
     s.pelvis_bone = pelvis if pelvis is not None else common_ancestor(obj, thighs) if thighs else ""
@@ -150,35 +151,44 @@ def no_limbs_message(obj: bpy.types.Object) -> str:
 # bone, FK toe, label). Its ORG, DEF and MCH bones follow these by constraints and are never written.
 RIGIFY_LIMBS = (("FOOT", "thigh_parent", ("thigh_fk", "shin_fk"), "foot_fk", "toe_fk", "Leg"),
                 ("HAND", "upper_arm_parent", ("upper_arm_fk", "forearm_fk"), "hand_fk", None, "Arm"))
+# A Rigify leg in IK mode: the joints read from its ORG bones (chain, end bone, toe), which follow the rig's
+# own IK; the leg is driven through its IK foot control (the foot roll under it kept as animated).
+RIGIFY_IK_LEG = (("ORG-thigh", "ORG-shin"), "ORG-foot", "ORG-toe", "foot_ik")
 
 
 def rigify_limbs(obj: bpy.types.Object) -> Optional[list[detect.DetectedLimb]]:
-    """A Rigify generated rig's limbs, driven through its FK controls (the body through `torso`); None for
-    any other rig. The IK/FK switch (`IK_FK` on each limb's parent control: 1 is FK) is read per limb: a leg
-    in IK mode is refused with what to do (Contact IK does not drive the IK foot control yet); an arm in IK
-    mode is left out."""
+    """A Rigify generated rig's limbs (the body through `torso`); None for any other rig. The IK/FK switch
+    (`IK_FK` on each limb's parent control: 1 is FK) is read per limb: a leg in FK mode is driven through its
+    FK controls (thigh_fk > shin_fk > foot_fk, toe_fk); a leg in IK mode through its IK foot control
+    (`foot_ik`), its joints read from its ORG bones, the knee left to Rigify's own IK (its pole or knee
+    control as animated); an arm in IK mode is left out."""
     pbs = obj.pose.bones
     if "torso" not in pbs or not any(f"thigh_parent.{s}" in pbs for s in "LR"):
         return None
-    found, ik = [], []
+    found = []
     for kind, switch, chain, end, toe, label in RIGIFY_LIMBS:
         for side in "LR":
             names = tuple(f"{c}.{side}" for c in chain)
             parent = pbs.get(f"{switch}.{side}")
             if parent is None or any(n not in pbs for n in (*names, f"{end}.{side}")):
                 continue
+            name = f"{'Left' if side == 'L' else 'Right'} {label}"
             if float(parent.get("IK_FK", 1.0)) < 0.5:
-                if kind == "FOOT":
-                    ik.append(parent.name)
+                if kind != "FOOT":
+                    continue
+                ik_chain, ik_end, ik_toe, control = RIGIFY_IK_LEG
+                ik_names = tuple(f"{c}.{side}" for c in ik_chain)
+                if any(n not in pbs for n in (*ik_names, f"{ik_end}.{side}", f"{control}.{side}")):
+                    raise UserError(f"{obj.name!r} is a Rigify rig with {parent.name!r} in IK mode (IK_FK 0) but without "
+                                    f"the bones Contact IK reads and drives it by ({', '.join(ik_names)}, "
+                                    f"{ik_end}.{side}, {control}.{side}): switch the leg to FK (IK_FK 1), or add "
+                                    "its limb by hand in the Contact IK panel")
+                tip = f"{ik_toe}.{side}" if f"{ik_toe}.{side}" in pbs else None
+                found.append(detect.DetectedLimb(name, kind, side, ik_names, f"{ik_end}.{side}", tip,
+                                                 "Rigify IK foot control", f"{control}.{side}"))
                 continue
             tip = f"{toe}.{side}" if toe and f"{toe}.{side}" in pbs else None
-            found.append(detect.DetectedLimb(f"{'Left' if side == 'L' else 'Right'} {label}", kind, side, names,
-                                             f"{end}.{side}", tip, "Rigify FK controls"))
-    if ik:
-        raise UserError(f"{obj.name!r} is a Rigify rig with its legs in IK mode ({', '.join(ik)}: IK_FK 0); Contact IK "
-                        "drives Rigify legs through their FK controls (thigh_fk > shin_fk > foot_fk) and does not "
-                        "drive the IK foot control yet: snap each leg to FK (the rig's 'IK->FK' button in the Rig "
-                        "Main Properties keeps the pose) and set IK_FK to 1, then run Plant Feet again")
+            found.append(detect.DetectedLimb(name, kind, side, names, f"{end}.{side}", tip, "Rigify FK controls"))
     return found
 
 

@@ -101,6 +101,7 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
         row.operator("contact_ik.limb_bone", text="Add Chain Bone", icon="ADD").action = "ADD"
         row.operator("contact_ik.limb_bone", text="", icon="REMOVE").action = "REMOVE"
         col.prop_search(limb, "end_bone", obj.data, "bones")
+        col.prop_search(limb, "control_bone", obj.data, "bones")
         problem = checks.limb_error(obj, limb) if limb.enabled else None
         if problem:  # live preview skips this limb; Plant Feet and Bake refuse it
             col.label(text=problem, icon="ERROR")

@@ -458,3 +458,73 @@ def test_limbs_beyond_the_closed_form_are_planned_and_solved_by_the_same_model()
         assert abs(forearm.rotation_quaternion.dot(q)) >= 1.0 - 1e-6  # live preview plays the bake's values
         ik_gap.append((_world_head(obj, "hand.L") - target.matrix_world.translation).length)
         assert math.isfinite(ik_gap[-1]) and ik_gap[-1] < fk_gap[i], (f, ik_gap[-1], fk_gap[i])
+
+
+def _walker_on_ik_controls(kind):
+    """The walk moved onto IK foot controls, as an animator with an IK rig has it: `foot_ctrl.L/R` (no
+    parent) keyed where the walk puts each foot, the shin's IK constraint (chain of 2) and the foot's Copy
+    Rotation following it; the limbs driven through those controls."""
+    obj, terrain, leg = _walker(kind)
+    scene = bpy.context.scene
+    frames = range(scene.frame_start, scene.frame_end + 1)
+    feet = {}
+    for f in frames:
+        scene.frame_set(f)
+        feet[f] = {s: obj.pose.bones[f"foot.{s}"].matrix.copy() for s in "LR"}
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    for s in "LR":
+        src = obj.data.edit_bones[f"foot.{s}"]
+        ctrl = obj.data.edit_bones.new(f"foot_ctrl.{s}")
+        ctrl.head, ctrl.tail, ctrl.roll, ctrl.use_deform = src.head, src.tail, src.roll, False
+    bpy.ops.object.mode_set(mode="OBJECT")
+    pbs = obj.pose.bones
+    for s in "LR":
+        ik = pbs[f"shin.{s}"].constraints.new("IK")
+        ik.target, ik.subtarget, ik.chain_count = obj, f"foot_ctrl.{s}", 2
+        rot = pbs[f"foot.{s}"].constraints.new("COPY_ROTATION")
+        rot.target, rot.subtarget = obj, f"foot_ctrl.{s}"
+        pbs[f"foot_ctrl.{s}"].rotation_mode = "XYZ"  # any rotation mode: Eulers are written continuous
+    for f in frames:
+        for s in "LR":
+            pb = pbs[f"foot_ctrl.{s}"]
+            pb.matrix = feet[f][s]
+            pb.keyframe_insert("location", frame=f)
+            pb.keyframe_insert("rotation_euler", frame=f)
+    for limb in props.settings(obj).limbs:
+        limb.control_bone = f"foot_ctrl.{limb.end_bone[-1]}"
+    scene.frame_set(scene.frame_start)
+    return obj, terrain, leg
+
+
+def test_a_leg_driven_through_an_ik_control_lands_on_the_terrain_and_only_its_control_is_written():
+    """Control Bone on any rig: the shin's IK constraint follows the control Contact IK moves, so the soles
+    rest on the terrain as when the chain itself is solved; the chain and foot bones are never written."""
+    obj, terrain, leg = _walker_on_ik_controls("stairs")
+    checks = harness.module("core.checks")
+    written = {(c.bone, c.prop) for c in checks.driven_channels(obj)}
+    assert written == {("foot_ctrl.L", "location"), ("foot_ctrl.L", "rotation_euler"), ("foot_ctrl.R", "location"),
+                       ("foot_ctrl.R", "rotation_euler"), ("spine", "location")}, written
+    scene = bpy.context.scene
+    frames = range(scene.frame_start, scene.frame_end + 1)
+    chain = ("thigh.L", "shin.L", "foot.L", "thigh.R", "shin.R", "foot.R")
+    before = {}
+    for f in frames:
+        scene.frame_set(f)
+        before[f] = {n: tuple(obj.pose.bones[n].rotation_quaternion) for n in chain}
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    from mathutils.bvhtree import BVHTree
+    from test_plant_feet import _height_above
+
+    tree = BVHTree.FromObject(terrain, bpy.context.evaluated_depsgraph_get())
+    tol = 2e-3 * leg
+    lowest = []
+    for f in frames:
+        scene.frame_set(f)
+        for side in "LR":
+            heights = [_height_above(tree, p, leg) for p in _sole_points(obj, side, s.limbs[0].foot_offset)]
+            assert min(heights) >= -tol, (f, side, heights)
+            lowest.append(min(heights))
+        assert {n: tuple(obj.pose.bones[n].rotation_quaternion) for n in chain} == before[f]
+    assert min(lowest) <= tol  # the feet stand on the stairs
