@@ -47,9 +47,23 @@ def fps_of(scene: bpy.types.Scene) -> float:
     return scene.render.fps / (scene.render.fps_base or 1.0)
 
 
-def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> list[tuple[int, int]]:
+def find_contacts(height: np.ndarray, speed: np.ndarray, leg: float, fps: float,
+                  still: Optional[np.ndarray] = None) -> list[tuple[int, int]]:
     """Contact intervals (first, last index) from per-frame sole height above the floor and sole speed
-    (units per second)."""
+    (units per second: the faster of the steps into and out of each frame). With `still` (the slower of the
+    two), a stance too short to show a slow frame that way (a run: three or four frames at 30 fps, the foot
+    still for two steps) is found too, wherever it overlaps no contact found the first way; its frames are
+    those the foot stands still on, the frame it lands on and the one it leaves from."""
+    found = _contact_runs(height, speed, leg, fps)
+    if still is not None:
+        taken = np.zeros(len(height), dtype=bool)
+        for a, b in found:
+            taken[a:b + 1] = True
+        found = sorted(found + [(a, b) for a, b in _contact_runs(height, still, leg, fps) if not taken[a:b + 1].any()])
+    return found
+
+
+def _contact_runs(height: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> list[tuple[int, int]]:
     n = len(height)
     if n == 0:
         return []
@@ -121,8 +135,10 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
         step = np.diff(d["ankle"], axis=0) * fps
         speed = np.linalg.norm(step, axis=1)
         # Speed at a frame: the faster of the steps into and out of it, so a contact ends before the foot
-        # moves off and starts once it has stopped.
-        d["speed"] = np.maximum(np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else np.zeros(n)
+        # moves off and starts once it has stopped. `still`: the slower of the two, for stances too short for
+        # that (`find_contacts`).
+        into, out_of = (np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else (np.zeros(n), np.zeros(n))
+        d["speed"], d["still"] = np.maximum(into, out_of), np.minimum(into, out_of)
     return out
 
 
@@ -140,7 +156,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         limb = s.limbs[i]
         leg = (limb.length or 1.0) * scale  # world units, as the samples
         limb.contacts.clear()
-        for a, b in find_contacts(d["height"], d["speed"], leg, fps):
+        for a, b in find_contacts(d["height"], d["speed"], leg, fps, d["still"]):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             _fill(c, d, a, b)

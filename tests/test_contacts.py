@@ -48,6 +48,34 @@ def test_hysteresis_and_minimum_length():
     assert contacts.find_contacts(h, s, leg, fps) == []
 
 
+@pytest.mark.parametrize("fps", [24.0, 30.0])
+def test_a_runs_short_stances_are_contacts(fps):
+    """A run: each foot still for two steps (three frames: the one it lands on, one between, the one it leaves
+    from) every 14 frames. By the faster of the steps into and out of each frame no frame is slow, so no
+    contact was found and the feet were never locked (issue 19); by the slower one, each stance is found,
+    frame for frame, and walking contacts stay as they were."""
+    leg = 1.0
+    n = 70
+    ankle = np.zeros((n, 3))
+    x = 0.0
+    still = set()
+    for i in range(1, n):
+        stance = (i % 14) in (2, 3)  # the steps 1->2 and 2->3 are still: frames 1, 2, 3 stand
+        x += 0.0 if stance else 0.3 * leg
+        ankle[i, 1] = x
+        if stance:
+            still |= {i - 1, i}
+    height = np.where([i in still for i in range(n)], 0.0, 0.2 * leg)
+    steps = np.linalg.norm(np.diff(ankle, axis=0), axis=1) * fps
+    into, out_of = np.r_[steps[:1], steps], np.r_[steps, steps[-1:]]
+    assert contacts.find_contacts(height, np.maximum(into, out_of), leg, fps) == []  # what it did before
+    found = contacts.find_contacts(height, np.maximum(into, out_of), leg, fps, np.minimum(into, out_of))
+    assert found == [(a, a + 2) for a in range(1, n - 2, 14)], found
+    # A walk's contacts do not change: where the faster steps find a contact, the slower ones add nothing.
+    height, speed, _down = _gait(fps, leg)
+    assert contacts.find_contacts(height, speed, leg, fps, speed * 0.0) == contacts.find_contacts(height, speed, leg, fps)
+
+
 def test_drifting_floor_is_followed():
     """Mocap whose floor drifts upward through the take: contacts are still found (each foot's local ground)."""
     fps, leg = 120.0, 1.0
