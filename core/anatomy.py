@@ -78,7 +78,7 @@ def _axes(obj: bpy.types.Object, foot: str, toe: str) -> tuple[Vector, Vector, V
     return up, forward, side, ankle, ball
 
 
-def _deform(control: str) -> str:
+def deform_name(control: str) -> str:
     """The deform bone a Rigify control or original bone moves: foot_fk.L, ORG-foot.L -> DEF-foot.L."""
     return "DEF-" + control.removeprefix("ORG-").replace("_fk", "")
 
@@ -93,8 +93,8 @@ def _from_mesh(obj: bpy.types.Object, foot: str, toe: str, meshes: list[bpy.type
     for mesh in meshes:
         groups = {g.name: g.index for g in mesh.vertex_groups}
         # A control rig's mesh is weighted to its deform bones (Rigify: foot_fk.L moves DEF-foot.L).
-        gf = groups.get(foot, groups.get(_deform(foot), -1))
-        gt = groups.get(toe, groups.get(_deform(toe), -2)) if toe else -2
+        gf = groups.get(foot, groups.get(deform_name(foot), -1))
+        gt = groups.get(toe, groups.get(deform_name(toe), -2)) if toe else -2
         if gf < 0 and gt < 0:
             continue
         pts, on_toe = [], []

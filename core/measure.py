@@ -35,6 +35,7 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
+from .anatomy import deform_name
 from .contacts import fps_of
 from .metrics import angular_peaks, playing_source
 
@@ -124,14 +125,21 @@ class Plane:
 
 
 def feet_of(obj: bpy.types.Object) -> list[Foot]:
-    """The legs as the rig's settings name them (the only thing taken from Contact IK)."""
+    """The legs as the rig's settings name them (the only thing taken from Contact IK), each bone measured
+    on the deform bone it moves where the rig has one (a Rigify control or ORG bone: its DEF bone)."""
+    bones = obj.data.bones
+
+    def deform(name: str) -> str:
+        d = deform_name(name)
+        return d if d in bones else name
+
     out = []
     for lb in obj.contact_ik.limbs:
         names = [b.bone for b in lb.bones if b.bone]
         if lb.kind != "FOOT" or len(names) < 2 or not lb.end_bone:
             continue
-        toe = lb.toe_bone if lb.toe_bone and lb.toe_bone in obj.data.bones else None
-        out.append(Foot(lb.name, names[0], names[-1], lb.end_bone, toe))
+        toe = deform(lb.toe_bone) if lb.toe_bone and lb.toe_bone in bones else None
+        out.append(Foot(lb.name, deform(names[0]), deform(names[-1]), deform(lb.end_bone), toe))
     return out
 
 
