@@ -10,6 +10,7 @@ from bpy.props import (
     FloatProperty,
     FloatVectorProperty,
     IntProperty,
+    IntVectorProperty,
     PointerProperty,
     StringProperty,
 )
@@ -88,6 +89,16 @@ class ContactIKContact(bpy.types.PropertyGroup):
     toe: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Toe", size=3, subtype="XYZ",
         description="The toe end of the contact's footprint relative to the lock point (world space)",
+    )
+    cut: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Cut Before",
+        description="A frame the animation jumps to between the foot's previous contact and this one (an NLA "
+        "repeat's or a loop's seam snapping the body back; set when contacts are detected), 0 for none: the "
+        "swing between them is planned on either side of the cut as if the body had not jumped",
+    )
+    jump: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Jump at the Cut", size=3, subtype="XYZ",
+        description="How far the animation's ankle jumps at Cut Before (world space)",
     )
     width: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Footprint Width", subtype="DISTANCE", min=0.0,
@@ -200,6 +211,18 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         type=ContactIKContact, name="Contacts", description="Frames this foot is planted (detected from the animation)"
     )
     active_contact: IntProperty(name="Active Contact", default=0, min=0)  # type: ignore[valid-type]
+    contact_range: IntVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Detected Over", size=2,
+        description="The first and last frame contacts were detected over (set by Detect Contacts and Plant "
+        "Feet). A swing that runs off either end, with no contact there to land on or lift off from, follows "
+        "the line from its contact to the ground under the ankle at that end, as between two contacts. "
+        "Equal: no such line (the ground right under the foot)",
+    )
+    range_ankles: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ankle at the Ends", size=6,
+        description="The animation's ankle position (world space) on the first and on the last frame of "
+        "Detected Over",
+    )
     use_lock: BoolProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Lock Feet", default=True,
         description="During a contact the foot stays where it landed, on the terrain (removes foot skate); "

@@ -70,6 +70,7 @@ class _Staged:
     step: np.ndarray
     at: Placement
     frame: np.ndarray  # `_frames`' bone frames
+    root: Optional[np.ndarray] = None  # (N, 3) the pelvis bone's head, world space, as animated
 
 
 @dataclass
@@ -106,7 +107,14 @@ class BatchRig(RigReader):
             if carried is not None:
                 offset = np.where(moved, raw + carried.pelvis, raw)
             else:
-                offset = model.pelvis_speed_limit(raw, moved, np.concatenate([st.step for st in staged]))
+                step = np.concatenate([st.step for st in staged])
+                if all(st.root is not None for st in staged):
+                    # A cut in the animation (an NLA repeat or a loop snapping the body back) is no move to
+                    # limit: the limit holds on either side of it, not across.
+                    rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
+                        [st.at.scale for st in staged])
+                    step = np.where(model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps), np.inf, step)
+                offset = model.pelvis_speed_limit(raw, moved, step, self.fps)
             # What the limit changed, per frame (never above 0): live preview's fallback applies it while
             # the frame cache is rebuilt (`state.caches.pelvis`).
             self.pelvis_delta = np.where(moved, offset - raw, 0.0)
@@ -206,7 +214,8 @@ class BatchRig(RigReader):
             # under the body where a foot is not planned), lowered where a leg could not reach.
             support = np.mean([np.where(p.planned, p.support, window) for _lb, p in plans], 0)
             offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
-        return _Staged(plans, offset, moved, step, at, frame)
+        root = world[:, self.slot[self.pelvis], :3, 3] if self.pelvis >= 0 else None
+        return _Staged(plans, offset, moved, step, at, frame, root)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
         """A foot limb's pose and settings as `model.plan_foot` reads them."""

@@ -23,7 +23,7 @@ import numpy as np
 from . import state
 from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
-from .model import LockTrack, smoothstep
+from .model import LockTrack, cuts, smoothstep
 from .rig import settings, world_scale
 from .tuning import (
     BASELINE_WINDOW,
@@ -152,14 +152,28 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
     fps = fps_of(scene)
     total = 0
     scale = world_scale(obj)
+    # Cuts (`model.cuts`): frames every foot's ankle jumps to, faster than CUT_SPEED x its leg per second.
+    cut = None
+    for i, d in samples.items():
+        leg = (s.limbs[i].length or 1.0) * scale
+        jumped = cuts(d["ankle"], leg, fps)
+        cut = jumped if cut is None else cut & jumped
     for i, d in samples.items():
         limb = s.limbs[i]
         leg = (limb.length or 1.0) * scale  # world units, as the samples
         limb.contacts.clear()
+        limb.contact_range = (start, end)
+        limb.range_ankles = tuple(d["ankle"][0]) + tuple(d["ankle"][-1])
+        last = -1
         for a, b in find_contacts(d["height"], d["speed"], leg, fps, d["still"]):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             _fill(c, d, a, b)
+            at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
+            if len(at):  # a cut between the previous contact and this one: the first
+                c.cut = start + int(at[0])
+                c.jump = tuple(d["ankle"][at[0]] - d["ankle"][at[0] - 1])
+            last = b
             total += 1
     return total
 
@@ -259,7 +273,9 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
         return LockTrack.none(count)
     values = [contact_values(cs, name) for name in ("start", "end", "drop_in", "drop_out")] + [
         np.asarray(placed, dtype=np.float64) if placed is not None else contact_values(cs, "lock", 3),
-        contact_values(cs, "enter", 3), contact_values(cs, "leave", 3)]
+        contact_values(cs, "enter", 3), contact_values(cs, "leave", 3),
+        np.array(limb.contact_range, dtype=np.float64), np.array(limb.range_ankles, dtype=np.float64).reshape(2, 3),
+        contact_values(cs, "cut"), contact_values(cs, "jump", 3)]
     lo, hi = values[0].min() - math.ceil(4.0 * fps), values[1].max() + math.ceil(4.0 * fps)
     if count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
         return _track(first + np.arange(count, dtype=np.float64), fps, *values)
@@ -274,8 +290,11 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
 
 
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
-           lock: np.ndarray, enter: np.ndarray, leave: np.ndarray) -> LockTrack:
-    """`locks_over` for frames `f`, from the contacts' values."""
+           lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
+           cut: np.ndarray, jump: np.ndarray) -> LockTrack:
+    """`locks_over` for frames `f`, from the contacts' values, the range they were detected over (`span`,
+    first and last frame), the animation's ankle at its ends (`ends`, (2, 3)) and the cuts before contacts
+    (`cut`, frame or 0, and `jump`, (C, 3))."""
     # Per frame: the first contact (in list order) it lies in, the one that ended last before it and the one
     # that starts first after it (the first listed among equals), -1 for none.
     within, ended, starts = (start <= f[:, None]) & (f[:, None] <= end), end < f[:, None], start > f[:, None]
@@ -292,7 +311,9 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     k_before = smoothstep(1.0 - (start[n] - f) / fade)
     only_prev = (prev >= 0) & (nxt < 0)
     only_next = (prev < 0) & (nxt >= 0)
-    offset = np.where(both[:, None], after + (before - after) * t[:, None],
+    # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
+    # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
+    offset = np.where(both[:, None], after + (before - after) * smoothstep(t)[:, None],
                       np.where(only_prev[:, None], after * k_after[:, None],
                                np.where(only_next[:, None], before * k_before[:, None], 0.0)))
     rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
@@ -301,6 +322,33 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     a0 = np.where(only_next[:, None], lock[n], lock[p])
     w1 = np.where(both, t, 0.0)
     a1 = lock[n]
+    # A swing across a cut (`ContactIKContact.cut`): before it, the landing where it would be had the body
+    # not jumped; after it, the lift-off moved with the body. Each side is a swing like any other.
+    across = both & (cut[n] > end[p]) & (cut[n] <= start[n])
+    a1 = np.where((across & (f < cut[n]))[:, None], lock[n] - jump[n], a1)
+    a0 = np.where((across & (f >= cut[n]))[:, None], lock[p] + jump[n], a0)
+    gap = np.where(both, np.maximum(1.0, start[n] - end[p]), 0.0)
+    # A swing that runs off the end of the range the contacts were detected over (the clip ends mid-swing)
+    # has no contact to land on: its ground is the line from its contact to the ground under the animation's
+    # ankle on the range's last frame, as between two contacts, not the ground right under the foot, which
+    # jumps at every step edge it passes (the knee popped, 1.51x the source's, on stairs). A range that
+    # starts mid-swing keeps the fade: there, the same line from the ankle on the first frame, faded in from
+    # the ground under it, popped the knee more (range_inside: 1.38x against 1.33x) and the first frame's
+    # pose has nothing before it to be continuous with.
+    # No longer than the longest swing the foot makes between two of its contacts: a foot that stays down
+    # but too briefly to be a contact, or shuffles, for longer than that (cmu_05_01: the last 6 s) is not
+    # in one swing, and a line over all of it lifted it off the ground (hover 14% -> 18% of the leg).
+    lo, hi = float(span[0]), float(span[1])
+    order = np.argsort(start, kind="stable")
+    longest = float((start[order][1:] - end[order][:-1]).max()) if len(start) > 1 else 0.0
+    if hi > lo:
+        tail = only_prev & (f <= hi) & (end[p] < hi) & (hi - end[p] <= longest)
+        t_tail = np.clip((f - end[p]) / np.maximum(1.0, hi - end[p]), 0.0, 1.0)
+        w0 = np.where(tail, 1.0 - t_tail, w0)
+        w1 = np.where(tail, t_tail, w1)
+        a1 = np.where(tail[:, None], ends[1], a1)
+        gap = np.where(tail, np.maximum(1.0, hi - end[p]), gap)
+        both = both | tail
     pinned = inside >= 0
     i = np.maximum(inside, 0)
     since = np.minimum(np.where(prev >= 0, f - end[p], np.inf), np.where(nxt >= 0, start[n] - f, np.inf))
@@ -319,6 +367,6 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         swing=np.where(far, 0.0, swing_weight(since, fps)),
         free=np.where(far, 0.0, free_weight(since, fps)),
         pitch=np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps))),
-        gap=np.where(both & ~pinned, np.maximum(1.0, start[n] - end[p]), 0.0),
+        gap=np.where(both & ~pinned, gap, 0.0),
     )
 

@@ -18,9 +18,10 @@ are the legs:
   **hover** of the lowest sole point during source contacts, **skate** as the ball's horizontal drift over
   each source contact (also in millimetres for a 0.9 m leg: viewers notice foot sliding above about 21 mm,
   Prazak, Hoyet and O'Sullivan, SCA 2011), **pops** as peak knee and hip angular velocity and acceleration
-  beside the source's, and the **identity**: how far each sole point moves from the source's (for flat
-  ground at the source's own floor, where nothing should change), outside frames where the source itself
-  goes below its floor.
+  beside the source's (leaving out the steps where the source itself cuts: every foot's ball jumping faster
+  than 20 leg/s at once, an NLA repeat's or a loop's seam snapping the whole body back), and the
+  **identity**: how far each sole point moves from the source's (for flat ground at the source's own
+  floor, where nothing should change), outside frames where the source itself goes below its floor.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ CONTACT_SPEED = 0.25  # leg/s: ...and the ball slower than this is a source cont
 MIN_CONTACT_FRAMES = 2
 CONTACT_GAP = 0.025  # s: a stance broken by no more than this is one contact
 SEAM_SPEED = 2.5  # leg/s: a ball this fast from one frame to the next has jumped (a seam), not rolled
+CUT_SPEED = 20.0  # leg/s: every ball of the source this fast at once: a cut (the clip snapping back), no pop
 MESH_SOLE_BAND = 0.03  # x leg: a bound mesh's sole is its foot vertices this close to their lowest
 HUMAN_LEG_MM = 900.0  # a 0.9 m leg, to state skate in millimetres at human scale
 PERCEPTIBLE_SKATE_MM = 21.0
@@ -338,6 +340,14 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
     """The independent figures of `ours` on `ground`, against the source's own on its floor."""
     floor = Plane(source_floor(source))
     out = []
+    # Steps where the source itself cuts (every foot jumps at once: an NLA repeat's or a loop's seam snapping
+    # the clip back): the whole body jumps there, in the source as in ours, so no pop is counted on them.
+    cut: Optional[np.ndarray] = None
+    for name, src in source.items():
+        leg = legs[name]
+        if len(src.ball) > 1 and math.isfinite(leg) and leg > 0.0:
+            jumped = np.linalg.norm(np.diff(src.ball, axis=0), axis=1) * fps > CUT_SPEED * leg
+            cut = jumped if cut is None else cut & jumped
     for name, src in source.items():
         got, leg = ours[name], legs[name]
         if not (math.isfinite(leg) and leg > 0.0):
@@ -364,10 +374,10 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             excluded[a:b + 1] |= drift > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
         identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
-        kv, ka = angular_peaks(got.knee, fps)
-        skv, ska = angular_peaks(src.knee, fps)
-        hv, _ = angular_peaks(got.hip, fps)
-        shv, _ = angular_peaks(src.hip, fps)
+        kv, ka = angular_peaks(got.knee, fps, cut)
+        skv, ska = angular_peaks(src.knee, fps, cut)
+        hv, _ = angular_peaks(got.hip, fps, cut)
+        shv, _ = angular_peaks(src.hip, fps, cut)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka, ska, hv, shv,
                                identity / leg))

@@ -177,8 +177,9 @@ class Meter:
         return out
 
 
-def angular_peaks(rotations: list[Any], fps: float) -> tuple[float, float]:
-    """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations."""
+def angular_peaks(rotations: list[Any], fps: float, skip: Optional[np.ndarray] = None) -> tuple[float, float]:
+    """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations, leaving
+    out the steps from one rotation to the next that `skip` marks (a cut in the animation)."""
     if len(rotations) < 2:
         return 0.0, 0.0
     omegas = []
@@ -189,8 +190,12 @@ def angular_peaks(rotations: list[Any], fps: float) -> tuple[float, float]:
         axis, angle = d.to_axis_angle()
         omegas.append(np.asarray(axis) * angle * fps)
     w = np.asarray(omegas)
-    speed = np.degrees(np.linalg.norm(w, axis=1)).max()
-    acc = np.degrees(np.linalg.norm(np.diff(w, axis=0), axis=1)).max() * fps if len(w) > 1 else 0.0
+    keep = np.ones(len(w), dtype=bool) if skip is None else ~np.asarray(skip, dtype=bool)
+    speeds = np.degrees(np.linalg.norm(w, axis=1))
+    speed = speeds[keep].max() if keep.any() else 0.0
+    accs = np.degrees(np.linalg.norm(np.diff(w, axis=0), axis=1)) * fps
+    both = keep[1:] & keep[:-1]
+    acc = accs[both].max() if both.any() else 0.0
     return float(speed), float(acc)
 
 

@@ -30,6 +30,7 @@ from .tuning import (
     ARC_WIDTH,
     BODY_RADIUS,
     CLEAR_CAP,
+    CUT_SPEED,
     EXT_SLACK,
     FOOT_EDGE,
     FOOT_MARGIN,
@@ -39,6 +40,8 @@ from .tuning import (
     FORWARD_BIAS,
     MAX_PITCH,
     PELVIS_SPEED,
+    PELVIS_TREND,
+    PELVIS_TREND_FREE,
     PLANE_EPS,
     REACH_MARGIN,
     SOFT_LOOSE,
@@ -88,13 +91,61 @@ def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
     return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
 
 
-def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """The highest curve never above `offset` that changes by at most `step` (per row) from one frame to
-    the next, over the frames where the pelvis is `moved`; a lower pelvis keeps every leg within reach.
-    It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    `plant.plant_rig` alone cannot (live preview's fallback adds what the last frame cache's limit did)."""
-    x = np.where(moved, offset, np.inf).astype(np.float64)
-    st = np.broadcast_to(np.asarray(step, dtype=np.float64), x.shape)
+def cuts(root: np.ndarray, leg: Any, fps: float) -> np.ndarray:
+    """Rows the animation jumps to (`root`, (N, 3), moving faster than CUT_SPEED x `leg` per second from the
+    row before): an NLA repeat's or a loop's seam snapping the body back, not a move of the body."""
+    out = np.zeros(len(root), dtype=bool)
+    if len(root) > 1 and fps > 0.0:
+        jump = norm(np.diff(root, axis=0), axis=1) * fps
+        out[1:] = jump > CUT_SPEED * np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(root),))[1:]
+    return out
+
+
+def pelvis_trend(offset: np.ndarray, moved: np.ndarray, step: np.ndarray, fps: float) -> np.ndarray:
+    """The pelvis offset's trend: its Gaussian average (PELVIS_TREND seconds wide) over the frames where the
+    pelvis is `moved`, 0 elsewhere: a climb that lasts (a run up a flight of stairs), not one step."""
+    n = len(offset)
+    width = PELVIS_TREND * fps
+    if n < 2 or width <= 0.0 or not moved.any():
+        return np.zeros(n)
+    r = int(math.ceil(3.0 * width))
+    g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
+    valid = moved & np.isfinite(offset)
+    pad = np.zeros(r)
+
+    def blur(v: np.ndarray) -> np.ndarray:
+        return np.convolve(np.concatenate((pad, v, pad)), g, "valid")  # type: ignore[no-any-return]
+
+    total = blur(valid.astype(np.float64))
+    mean = blur(np.where(valid, offset, 0.0)) / np.where(total > 0.0, total, 1.0)
+    # Only what of it is faster than PELVIS_TREND_FREE x the limit: slower climbs stay wholly under the limit.
+    free = PELVIS_TREND_FREE * np.broadcast_to(np.asarray(step, dtype=np.float64), (n,))
+    both = valid & np.r_[False, valid[:-1]]
+    d = np.where(both, np.diff(mean, prepend=mean[:1]), 0.0)
+    fast = np.sign(d) * np.maximum(0.0, np.abs(d) - np.where(np.isfinite(free), free, np.inf))
+    return np.cumsum(fast)  # type: ignore[no-any-return]
+
+
+def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray, fps: float = 0.0) -> np.ndarray:
+    """The highest curve never above `offset` whose departure from the offset's trend (`pelvis_trend`)
+    changes by at most `step` (per row) from one frame to the next, over the frames where the pelvis is
+    `moved`; a lower pelvis keeps every leg within reach. The trend itself is followed as it is: a body
+    running up stairs climbs faster than `step` allows for a jerk, and its legs would fold under it.
+    It depends on every frame: the vectorised pass applies it over its range; live preview's fallback adds
+    what the last frame cache's limit did."""
+    st = np.broadcast_to(np.asarray(step, dtype=np.float64), np.shape(offset))
+    if len(st) > 1 and np.isfinite(st).any() and not np.isfinite(st[1:]).all():
+        # Infinite steps (cuts, `cuts`): each piece between them on its own.
+        out = np.array(offset, dtype=np.float64)
+        bounds = [0, *(np.flatnonzero(~np.isfinite(st[1:])) + 1).tolist(), len(st)]
+        for a, b in zip(bounds, bounds[1:]):
+            piece = st[a:b].copy()
+            piece[0] = 0.0  # the step into the piece's first row: none
+            if b - a > 1 and np.isfinite(piece).all():
+                out[a:b] = pelvis_speed_limit(out[a:b], moved[a:b], piece, fps)
+        return out
+    trend = pelvis_trend(offset, moved, step, fps)
+    x = np.where(moved, offset - trend, np.inf).astype(np.float64)
     if len(x) < 2 or not np.isfinite(st).all():
         return offset
     # st[i] is the step from row i-1 to row i. Forward, y[i] = min(x[i], y[i-1] + st[i]): with S the running
@@ -104,7 +155,7 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray) 
     y = s + np.minimum.accumulate(x - s)
     t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
     y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
-    return np.where(moved & np.isfinite(y), y, offset)
+    return np.where(moved & np.isfinite(y), y + trend, offset)
 
 
 def _swing_spans(fps: float) -> tuple[float, int, float]:

@@ -62,6 +62,16 @@ BODY_RADIUS = 0.6
 # pelvis about 0.3 leg per second; a swing foot's target that jumps, or a leg handing the body to the other
 # at lift-off, would otherwise jerk the body and the standing knee.
 PELVIS_SPEED = 1.0
+# ... over and above the trend of its move for the ground: the Gaussian average of that move over this many
+# seconds (`model.pelvis_trend`). A climb that lasts is followed as it goes (running up stairs climbs 1.5 leg
+# per second, and under the plain limit the legs folded under the lagging body); the limit holds the
+# departures from it, the jerks of single steps.
+PELVIS_TREND = 0.5
+# The body moving faster than this from one frame to the next has not moved but jumped (x leg per second): a
+# cut, such as an NLA repeat's or a loop's seam snapping it back (`model.cuts`); the limit holds on either
+# side of a cut, not across it. A sprinter moves about 11 leg per second.
+CUT_SPEED = 20.0
+PELVIS_TREND_FREE = 0.75  # fraction of PELVIS_SPEED: the trend counts only where it climbs faster than this
 
 # --- the knee's pole ----------------------------------------------------------------------------------------
 # A limb bent less than this off the hip-ankle line has no usable FK plane (x leg).

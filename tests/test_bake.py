@@ -233,6 +233,54 @@ def test_pelvis_speed_limit_is_the_highest_slow_curve_under_the_offset(seed):
     assert np.any(y[moved] < offset[moved] - 1e-6)  # the spikes were cut
 
 
+def test_pelvis_follows_a_lasting_climb_faster_than_the_limit():
+    """A body running up stairs climbs 1.5 leg per second, faster than the pelvis speed limit (1 leg per
+    second): under the plain limit the pelvis fell ever further behind (its legs folded, the knee 3.12x the
+    source's on the 30 fps run on stairs). The limit now holds only the departures from the climb's trend:
+    the pelvis stays within a step's height of its offset, never above it; a climb slower than the trend's
+    free share is limited exactly as before."""
+    fps, leg, n = 30.0, 1.0, 240
+    step = np.full(n, model.pelvis_step(leg, 1.0, fps))
+    t = np.arange(n) / fps
+    riser, tread_time = 0.15 * leg, 0.1  # a riser every 0.1 s: 1.5 leg per second
+    offset = riser * np.floor(t / tread_time)
+    moved = np.ones(n, dtype=bool)
+    plain = model.pelvis_speed_limit(offset, moved, step)
+    followed = model.pelvis_speed_limit(offset, moved, step, fps)
+    assert np.all(followed <= offset + 1e-9)
+    mid = slice(n // 4, 3 * n // 4)
+    assert (offset - plain)[mid].max() > 0.5 * leg  # the plain limit lags by half a leg and more
+    assert (offset - followed)[mid].max() < 2.0 * riser
+    # A walk up the same stairs, a riser every 0.5 s (0.3 leg per second): as before.
+    slow = riser * np.floor(t / 0.5)
+    assert np.allclose(model.pelvis_speed_limit(slow, moved, step, fps), model.pelvis_speed_limit(slow, moved, step))
+
+
+def test_pelvis_limit_holds_on_either_side_of_a_cut_not_across_it():
+    """An NLA repeat snaps the body back 2 m at its seam; on stairs the ground under it jumps by a leg. That
+    is a cut, not a move (`model.cuts`: the body faster than CUT_SPEED): the limit used to pull the pelvis
+    down for a second before the seam to meet it (the knee 8x the source's there); now each side of the cut
+    is limited on its own, and a real move as fast is still limited."""
+    fps, leg, n = 24.0, 1.0, 96
+    root = np.zeros((n, 3))
+    root[:, 1] = np.arange(n) * 1.4 * leg / fps  # walking at 1.4 leg/s
+    root[48:, 1] -= 2.0 * leg  # the seam: snapped back 2 legs between rows 47 and 48
+    cut = model.cuts(root, leg, fps)
+    assert cut.tolist() == [i == 48 for i in range(n)]
+    step = np.full(n, model.pelvis_step(leg, 1.0, fps))
+    offset = np.where(np.arange(n) < 48, 0.0, -1.0 * leg)
+    moved = np.ones(n, dtype=bool)
+    across = model.pelvis_speed_limit(offset, moved, step)
+    assert across[47] < -0.5 * leg  # the old way: dropped ahead of the seam
+    kept = model.pelvis_speed_limit(offset, moved, np.where(cut, np.inf, step), fps)
+    assert np.allclose(kept, offset)
+    # Within a piece the limit still holds.
+    bump = offset.copy()
+    bump[20] -= 0.5 * leg
+    limited = model.pelvis_speed_limit(bump, moved, np.where(cut, np.inf, step), fps)
+    assert limited[19] < -0.4 * leg and np.allclose(limited[48:], offset[48:])
+
+
 def _swing_case(seed, n=400, fps=120.0):
     """Random corrections of a foot (in leg lengths): contacts pinned, a floor under every frame (the sole
     points at their animated heights over the terrain) and the touch under it (on the terrain), and the

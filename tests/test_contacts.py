@@ -102,6 +102,57 @@ def test_lock_rules():
     assert all(np.array_equal(getattr(off, k), getattr(none, k)) for k in vars(none))
 
 
+def test_a_swing_off_the_end_of_the_range_follows_a_line_to_the_ground_there():
+    """The clip ends (or the scene's range cuts it) mid-swing: after the foot's last contact its ground is the
+    line from that contact to the ground under the ankle at the range's last frame, as between two contacts
+    (weights summing to 1, the far end's rising linearly to 1 there), not the ground right under the foot,
+    which jumped at each step edge and popped the knee on stairs (1.51x the source's, issue 19)."""
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    first, last = scene.frame_start, scene.frame_end
+    fps = scene.render.fps
+    checked = 0
+    for limb in [lb for lb in props.settings(obj).limbs if lb.kind == "FOOT"]:
+        assert tuple(limb.contact_range) == (first, last)
+        end = max(c.end for c in limb.contacts)
+        if end >= last - 2:
+            continue
+        frames = np.arange(end + 1, last + 1, dtype=np.float64)
+        track = contacts.locks_over(limb, float(end + 1), len(frames), fps)
+        assert np.allclose(track.from_weight + track.to_weight, 1.0)
+        assert np.allclose(track.to_weight, (frames - end) / (last - end))
+        assert np.allclose(track.to_point, np.array(limb.range_ankles)[3:])
+        assert np.all(track.gap == last - end)
+        # Contacts entered by hand, with no range detected: the old fade into the ground under the foot.
+        limb.contact_range = (0, 0)
+        faded = contacts.locks_over(limb, float(end + 1), len(frames), fps)
+        assert (faded.to_weight == 0.0).all() and faded.from_weight[-1] < 0.5
+        checked += 1
+    assert checked
+
+
+def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
+    """An NLA repeat snaps the body 2 legs back between two contacts (a cut at frame 25): before the cut the
+    foot swings toward where it would land had the body not jumped, after it from where it lifted off, moved
+    with the body. The line between the contacts as they are ran backwards through the seam (the knee 8x the
+    source's on stairs)."""
+    f = np.arange(0.0, 41.0)
+    start, end = np.array([0.0, 30.0]), np.array([10.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [-1.2, 0.0, 0.1]])  # 0.8 ahead, then snapped 2 back
+    zeros = np.zeros(2)
+    cut, jump = np.array([0.0, 25.0]), np.array([[0.0, 0.0, 0.0], [-2.0, 0.0, 0.0]])
+    track = contacts._track(f, 24.0, start, end, zeros, zeros, lock, lock, lock, np.zeros(2), np.zeros((2, 3)), cut, jump)
+    before, after = (f > 10) & (f < 25), (f >= 25) & (f < 30)
+    assert np.allclose(track.to_point[before], [0.8, 0.0, 0.1])
+    assert np.allclose(track.from_point[before], lock[0]) and np.allclose(track.to_point[after], lock[1])
+    assert np.allclose(track.from_point[after], [-2.0, 0.0, 0.1])
+    # Without the cut, the line from one contact to the other.
+    plain = contacts._track(f, 24.0, start, end, zeros, zeros, lock, lock, lock, np.zeros(2), np.zeros((2, 3)),
+                            np.zeros(2), np.zeros((2, 3)))
+    assert np.allclose(plain.to_point[before], lock[1]) and np.allclose(plain.from_point[after], lock[0])
+
+
 def test_planted_foot_does_not_skate_during_a_contact():
     obj, terrain, leg = _walker("noise")
     _plant(obj, terrain)

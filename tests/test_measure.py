@@ -72,6 +72,30 @@ def test_what_the_source_does_itself_is_not_counted_against_us():
     assert q.skate_max_rel == pytest.approx(0.0) and q.source_skate_max_rel == pytest.approx(0.05)
 
 
+def test_pops_are_not_counted_across_a_cut_in_the_source():
+    """Where the source itself cuts (an NLA repeat's seam snapping the body back: every ball jumps at once),
+    the knee's change on that step is not a pop, in the source or in ours; a knee snapping anywhere else is."""
+    n = 60
+
+    def foot(jump_knee: int) -> measure.Samples:
+        s = _walk_samples(n)
+        s.ball[40:] += (-3.0, 0.0, 0.0)  # the seam: 3 legs back between frames 39 and 40
+        s.tip[40:] += (-3.0, 0.0, 0.0)
+        s.heel[40:] += (-3.0, 0.0, 0.0)
+        s.knee = [Quaternion((1.0, 0.0, 0.0), 0.5 if i >= jump_knee else 0.0) for i in range(n)]
+        return s
+
+    source = {"L": foot(n), "R": foot(n)}
+    at_cut = measure.compare(source, {"L": foot(40), "R": foot(n)}, {"L": LEG, "R": LEG}, measure.Plane(0.0), FPS)
+    assert at_cut[0].knee_velocity_max == 0.0
+    elsewhere = measure.compare(source, {"L": foot(20), "R": foot(n)}, {"L": LEG, "R": LEG}, measure.Plane(0.0), FPS)
+    assert elsewhere[0].knee_velocity_max == pytest.approx(np.degrees(0.5) * FPS)
+    # One foot jumping alone is no cut.
+    alone = {"L": foot(n), "R": _walk_samples(n)}
+    one = measure.compare(alone, {"L": foot(40), "R": _walk_samples(n)}, {"L": LEG, "R": LEG}, measure.Plane(0.0), FPS)
+    assert one[0].knee_velocity_max == pytest.approx(np.degrees(0.5) * FPS)
+
+
 def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
     """The metarig's clean walk (tests/scenes.py) baked on flat ground at its floor, with a box skinned to
     each foot: the independent figures exist for the skeleton and the mesh, and the identity holds."""
