@@ -42,6 +42,25 @@ def test_root_motion_on_the_object_moves_the_feet_as_the_walk_does(tmp_path):
     assert ((got[1] - got[0]) - (want[1] - want[0])).length < 1e-4
 
 
+def test_root_motion_on_a_root_bone_moves_the_feet_as_the_walk_does(tmp_path):
+    import bpy
+
+    moved = characters.root_motion_bone(tmp_path)
+    assert moved.pose.bones["spine"].parent.name == "root"
+    scene = bpy.context.scene
+    got = []
+    for f in (1, 45):
+        scene.frame_set(f)
+        got.append(moved.matrix_world @ moved.pose.bones["foot.L"].head)
+    ref = characters.walk(tmp_path)
+    want = []
+    for f in (1, 45):
+        bpy.context.scene.frame_set(f)
+        want.append(ref.matrix_world @ ref.pose.bones["foot.L"].head)
+    assert (got[1] - got[0]).length > 1.0  # the feet travel, carried by the root bone
+    assert all((g - w).length < 1e-4 for g, w in zip(got, want))
+
+
 def test_the_rigify_rigs_walk_through_their_controls_as_the_metarig_does(tmp_path):
     """The generated rig, keyed on its controls (IK and FK), moves its deform feet where the metarig's walk
     puts the metarig's feet (so the Rigify case measures what it claims)."""

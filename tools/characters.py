@@ -14,6 +14,7 @@ flat-ground walk keyed in code) and turns it into what users actually have, with
 - `gltf_mixamo`: the Y-up centimetre character of `fbx_mixamo`, through the glTF exporter and importer;
 - `root_motion_object`: the walk in place, the travel keyed on the armature object;
 - `root_motion_parent`: the walk in place under an empty that carries the travel;
+- `root_motion_bone`: the walk in place, the travel keyed on a root bone at the floor, parent of the hips;
 - `loop_cycles`: the walk's keys repeated by Cycles modifiers over three times its length (the hips snap
   back at each repeat);
 - `run_30fps`: a run at 30 fps, stances of 3 to 4 frames;
@@ -60,7 +61,8 @@ from mathutils import Vector  # noqa: E402
 
 FRAMES = 90
 TARGETS = {"penetration": 0.01, "skate": 0.01, "knee": 1.2}  # issue 19: x leg; knee x the source's
-CASES = ("walk", "fbx_mixamo", "gltf", "gltf_mixamo", "root_motion_object", "root_motion_parent", "loop_cycles",
+CASES = ("walk", "fbx_mixamo", "gltf", "gltf_mixamo", "root_motion_object", "root_motion_parent",
+         "root_motion_bone", "loop_cycles",
          "run_30fps", "rigify_fk", "rigify_ik", "nla_repeat", "range_inside")
 
 
@@ -174,6 +176,30 @@ def root_motion_parent(tmp: pathlib.Path) -> bpy.types.Object:
     bpy.context.scene.collection.objects.link(mover)
     rig.parent = mover
     _carried_by(mover, rig)
+    return rig
+
+
+def root_motion_bone(tmp: pathlib.Path) -> bpy.types.Object:
+    """The walk in place, the travel keyed on a root bone at the floor (as game rigs have it, Unreal's and
+    Mixamo-to-game conversions), the hips its child: a non-deforming bone that points forward, its local
+    axes the world's."""
+    rig, _body = _walk()
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    bones = rig.data.edit_bones
+    root = bones.new("root")
+    root.head, root.tail, root.roll = (0.0, 0.0, 0.0), (0.0, 0.3, 0.0), 0.0
+    root.use_deform = False
+    bones["spine"].parent = root
+    bpy.ops.object.mode_set(mode="OBJECT")
+    to_local = rig.data.bones["spine"].matrix_local.to_3x3().inverted()
+    walk = demo_scene.Walk()
+    pb = rig.pose.bones
+    for f in range(1, FRAMES + 1):
+        pb["spine"].location = to_local @ Vector((0.0, 0.0, walk.bob(f)))
+        pb["spine"].keyframe_insert("location", frame=f, group="spine")
+        pb["root"].location = (0.0, -walk.body_s(f), 0.0)
+        pb["root"].keyframe_insert("location", frame=f, group="root")
     return rig
 
 
