@@ -247,13 +247,12 @@ class BatchRig(RigReader):
         for lb in self.limbs:
             if lb.kind == "FOOT" or lb.targets is None:
                 continue
-            tq = mat_to_quat(lb.targets)
+            tq = mat_to_quat(lb.targets) if lb.use_target_rotation else None
             if lb.control >= 0:
-                self._drive(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
-                            np.ones(n, dtype=bool), out, soft=False)
+                self._drive(lb, frame, rots, shift, lb.targets[:, :3, 3], tq, np.ones(n, dtype=bool), out, soft=False)
                 continue
-            self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
-                        np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
+            self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq, np.ones(n, dtype=bool), out, soft=False,
+                        pole_shift=False)
         return out
 
     def _frames(self) -> tuple[np.ndarray, np.ndarray]:

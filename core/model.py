@@ -236,13 +236,18 @@ class Rays:
 
     def __init__(self, terrain: Any):
         self.terrain = terrain
+        self._down: dict[bytes, Any] = {}  # the terrain's `DownRays` per up axis, looked up once
 
     def extent(self, up: np.ndarray) -> tuple[float, float]:
         return self.terrain.extent(up)  # type: ignore[no-any-return]
 
     def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
         """The highest terrain within `reach` above or below each point (up: world Z on every row)."""
-        return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
+        key = up[0].tobytes()
+        down = self._down.get(key)
+        if down is None:
+            down = self._down[key] = self.terrain.down_rays(up[0])
+        return down.cast(points, reach)  # type: ignore[no-any-return]
 
     def clearance(self, points: np.ndarray, up: np.ndarray, leg: Any) -> np.ndarray:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per leg length."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solvers import JointLimits
 from . import rig
-from .anatomy import sole_of
+from .anatomy import bound_meshes, sole_of
 from .checks import limb_is_usable
 from .contacts import contact_values, locks_over
 from .model import LockTrack, place_footprints
@@ -168,6 +168,7 @@ class RigReader:
         paths = anim_paths(obj)
         moves = object_moves(obj, paths)
         self.limbs: list[LimbSpec] = []
+        meshes: Optional[list[bpy.types.Object]] = None  # the rig's bound meshes, found once for every foot
         for i, lb in enumerate(s.limbs):
             if not (lb.enabled and limb_is_usable(obj, lb)):
                 continue
@@ -176,11 +177,13 @@ class RigReader:
             if lb.kind == "FOOT" and end < 0:
                 continue  # a foot without its foot bone has no sole to plant (`checks.limb_error`)
             pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
+            if end >= 0 and meshes is None:
+                meshes = bound_meshes(obj)
             spec = LimbSpec(
                 index=i, name=lb.name, kind=lb.kind, chain=tuple(find(b) for b in names), end=end, toe=toe,
                 pole_bone=find(lb.pole_bone) if lb.pole_mode == "BONE" else -1,
                 soles=[(find(b), np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
-                                                                      lb.foot_offset).points] if end >= 0 else [],
+                                                                      lb.foot_offset, meshes).points] if end >= 0 else [],
                 tail_length=obj.data.bones[names[-1]].length,
                 ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
                 use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",
