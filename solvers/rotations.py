@@ -16,13 +16,20 @@ def norm(v: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
     return np.sqrt(np.add.reduce(v * v, axis=axis, keepdims=keepdims))  # type: ignore[no-any-return]
 
 
+def _empty(shape: tuple[int, ...], *arrays: np.ndarray) -> np.ndarray:
+    """An array for a result built part by part (no `np.stack`: its cost per call counts a frame at a time)."""
+    return np.empty(shape, dtype=np.result_type(*arrays))
+
+
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+    out = _empty(np.broadcast_shapes(a.shape, b.shape), a, b)
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def qconj(q: np.ndarray) -> np.ndarray:
@@ -38,7 +45,11 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.cross` of (..., 3) arrays, the same arithmetic without its per-call cost (a frame at a time)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+    out = _empty(np.broadcast_shapes(a.shape, b.shape), a, b)
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -52,10 +63,17 @@ def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 def qmat(q: np.ndarray) -> np.ndarray:
     """3x3 rotation matrices of unit quaternions."""
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack((
-        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1)), -2)
+    out = _empty(q.shape[:-1] + (3, 3), q)
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
 
 
 def mat_to_quat(m: np.ndarray) -> np.ndarray:
