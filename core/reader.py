@@ -97,6 +97,28 @@ def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: 
     return terrain.memo(key, lambda: np.array(place_footprints(list(cs), terrain, leg)))  # type: ignore[no-any-return]
 
 
+# Pose-bone indices by (armature object, bone name), as last found: `pose.bones.find` compares every bone's
+# name (20 us on a 265-bone rig), a remembered index is checked by its name alone.
+_found: dict[tuple[int, str], int] = {}
+
+
+def bone_index(obj: bpy.types.Object, name: str, count: int) -> int:
+    """`obj.pose.bones.find(name)` (-1 for none), `count`: the number of pose bones."""
+    if not name:
+        return -1
+    pbs = obj.pose.bones
+    key = (obj.as_pointer(), name)
+    i = _found.get(key, -1)
+    if 0 <= i < count and pbs[i].name == name:
+        return i
+    i = pbs.find(name)
+    if i >= 0:
+        if len(_found) > 4096:
+            _found.clear()
+        _found[key] = i
+    return i
+
+
 # Constraints through which a bone takes along its target's translation (by their influence).
 _FOLLOWING = {"CHILD_OF", "COPY_TRANSFORMS", "COPY_LOCATION"}
 
@@ -160,8 +182,11 @@ class RigReader:
         rows = min(frames, ROWS_CHUNK)
         s = settings(obj)
         pbs = obj.pose.bones
-        find = pbs.find  # a pose bone's index by name, -1 for none
         self.count = len(pbs)
+
+        def find(name: str) -> int:  # a pose bone's index by name, -1 for none
+            return bone_index(obj, name, self.count)
+
         self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness

@@ -168,11 +168,16 @@ def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray)
 def affine_inv(m: np.ndarray) -> np.ndarray:
     """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
     a = m[..., :3, :3]
-    c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    r0, r1, r2 = cross(c1, c2), cross(c2, c0), cross(c0, c1)
-    det = np.einsum("...i,...i->...", c0, r0)
-    det = np.where(det != 0.0, det, 1.0)[..., None]
-    inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)
+    # The rows of the inverse times the determinant: cross(c1, c2), cross(c2, c0), cross(c0, c1) of the
+    # columns c, all three at once (p and q: the columns in turn).
+    p, q = a[..., [1, 2, 0]], a[..., [2, 0, 1]]
+    rows = _empty(a.shape, a)
+    rows[..., 0, :] = p[..., 1, :] * q[..., 2, :] - p[..., 2, :] * q[..., 1, :]
+    rows[..., 1, :] = p[..., 2, :] * q[..., 0, :] - p[..., 0, :] * q[..., 2, :]
+    rows[..., 2, :] = p[..., 0, :] * q[..., 1, :] - p[..., 1, :] * q[..., 0, :]
+    det = np.einsum("...i,...i->...", a[..., :, 0], rows[..., :, 0])
+    det = np.where(det != 0.0, det, 1.0)[..., None, None]
+    inv3 = np.swapaxes(rows, -1, -2) / det
     out = np.zeros(m.shape)
     out[..., :3, :3] = inv3
     out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
