@@ -212,7 +212,7 @@ class BatchRig(RigReader):
         if self.pelvis >= 0:
             # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
             # under the body where a foot is not planned), lowered where a leg could not reach.
-            support = np.mean([np.where(p.planned, p.support, window) for _lb, p in plans], 0)
+            support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in plans], axis=0) / len(plans)
             offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
         return _Staged(plans, offset, moved, step, at, frame)
 
@@ -335,7 +335,8 @@ class BatchRig(RigReader):
         for j in jobs:
             assert j.limb.weights is not None
             weights.append(j.limb.weights)
-        weight = np.clip(np.nan_to_num(stacked(weights), nan=0.0), 0.0, 1.0)
+        weight = stacked(weights)
+        weight = np.minimum(np.maximum(np.where(np.isnan(weight), 0.0, weight), 0.0), 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
         target = stacked([j.target for j in jobs])
         goal = target
@@ -478,7 +479,7 @@ class BatchRig(RigReader):
         """Channel values in the bone's own rotation mode, continuous with the FK value it replaces."""
         j = self.slot[bone]
         mode = self.modes[j]
-        name = self.obj.pose.bones[bone].name
+        name = self.names[j]
         if mode == "QUATERNION":
             fk = self.quat[:, j]
             q = np.where((np.einsum("ni,ni->n", fk, q) < 0.0)[:, None], -q, q)

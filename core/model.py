@@ -272,9 +272,11 @@ class Placement:
 
     def __post_init__(self) -> None:
         n = len(self.matrix)
-        self.up = np.tile(np.array([0.0, 0.0, 1.0]), (n, 1))
-        self.base = np.tile(np.array([0.0, 0.0, self.floor_height]), (n, 1))
-        self.scale = np.abs(norm(self.matrix[:, :3, :3], axis=1)).mean(1)
+        self.up = np.zeros((n, 3))
+        self.up[:, 2] = 1.0
+        self.base = np.zeros((n, 3))
+        self.base[:, 2] = self.floor_height
+        self.scale = np.add.reduce(np.abs(norm(self.matrix[:, :3, :3], axis=1)), axis=1) / 3.0  # the mean
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
@@ -520,7 +522,7 @@ def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -
     gradually, never higher than it and with no kink where a leg reaches its limit."""
     tighten = SOFT_REACH * (np.arange(SOFT_STEPS)[:, None] / (SOFT_STEPS - 1) - SOFT_LOOSE)
     drops, planned = reach_drop(plans, np.broadcast_to(offset, (SOFT_STEPS, len(offset))), up, tighten)
-    return np.mean(drops, 0), planned
+    return np.add.reduce(drops, axis=0) / SOFT_STEPS, planned  # the mean
 
 
 def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, fps: float) -> list[FootPlan]:

@@ -240,7 +240,9 @@ class RigReader:
         self.aa = np.empty((rows, k, 4), dtype=np.float32)
         self.loc = np.empty((rows, k, 3), dtype=np.float32)
         self.scale = np.empty((rows, k, 3), dtype=np.float32)
-        self.modes = [pbs[int(b)].rotation_mode for b in self.used]
+        used_bones = [pbs[int(b)] for b in self.used]
+        self.modes = [pb.rotation_mode for pb in used_bones]
+        self.names = [pb.name for pb in used_bones]  # by slot
         # Read per frame only what can change and is needed: matrices, the rotation channels of the modes in
         # use, the pelvis location, and scales only when something animates them.
         modes = set(self.modes)
