@@ -22,6 +22,7 @@ from ..solvers import ChainPose, solve_limb
 from ..solvers.rotations import (
     affine_inv,
     channel_quat,
+    linear_inv,
     mat_to_quat,
     q_between,
     qconj,
@@ -243,8 +244,8 @@ class BatchRig(RigReader):
             basis[:, :3, 3] = self.loc[:, p]
             basis[:, 3, 3] = 1.0
             parent = arm[:, p] @ affine_inv(basis)
-            arm_delta = np.einsum("nij,nj->ni", affine_inv(mw)[:, :3, :3], up * offset[:, None])
-            local = np.einsum("nij,nj->ni", affine_inv(parent)[:, :3, :3], arm_delta)
+            arm_delta = np.einsum("nij,nj->ni", linear_inv(mw), up * offset[:, None])
+            local = np.einsum("nij,nj->ni", linear_inv(parent), arm_delta)
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
         jobs = [_Job(lb, plan.target, plan.rotation, plan.planned, soft=True, pole_shift=True)

@@ -399,6 +399,12 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     the ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
     turn (heel and toe relative to the ankle) that brings the toe's need to rise down to the heel's, times
     `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none."""
+    both = np.isfinite(heel_need) & np.isfinite(toe_need)
+    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
+    if not (gap > 0.0).any():  # no toe needs more than its heel (a frame at a time: most frames)
+        q = np.zeros((len(gap), 4))
+        q[:, 0] = 1.0
+        return q, np.zeros(len(gap), dtype=bool)
     along = toe - heel
     along = along - up * _dot(along, up)[:, None]
     length = norm(along, axis=1)
@@ -408,8 +414,6 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
         return v - up * _dot(v, up)[:, None]  # type: ignore[no-any-return]
 
     reach = _dot(flat(toe), d) + np.maximum(0.0, -_dot(flat(heel), d))
-    both = np.isfinite(heel_need) & np.isfinite(toe_need)
-    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
     has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = cross(d, up)

@@ -167,6 +167,16 @@ def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray)
 
 def affine_inv(m: np.ndarray) -> np.ndarray:
     """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
+    inv3 = linear_inv(m)
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = inv3
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def linear_inv(m: np.ndarray) -> np.ndarray:
+    """Inverses of the 3x3 linear parts of (..., 3+, 3+) matrices (`affine_inv`'s, without the translation)."""
     a = m[..., :3, :3]
     # The rows of the inverse times the determinant: cross(c1, c2), cross(c2, c0), cross(c0, c1) of the
     # columns c, all three at once (p and q: the columns in turn).
@@ -177,12 +187,7 @@ def affine_inv(m: np.ndarray) -> np.ndarray:
     rows[..., 2, :] = p[..., 0, :] * q[..., 1, :] - p[..., 1, :] * q[..., 0, :]
     det = np.einsum("...i,...i->...", a[..., :, 0], rows[..., :, 0])
     det = np.where(det != 0.0, det, 1.0)[..., None, None]
-    inv3 = np.swapaxes(rows, -1, -2) / det
-    out = np.zeros(m.shape)
-    out[..., :3, :3] = inv3
-    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
-    out[..., 3, 3] = 1.0
-    return out
+    return np.swapaxes(rows, -1, -2) / det  # type: ignore[no-any-return]
 
 
 def xform(m: np.ndarray, p: np.ndarray) -> np.ndarray:
