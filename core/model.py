@@ -460,20 +460,27 @@ def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame:
 _RING = np.repeat([1.0, 2.0, 3.0], 12)  # `disk_offsets`' rings, and the angles of their points
 _ANGLE = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * _RING) / 12.0
 _COS, _SIN = np.cos(_ANGLE), np.sin(_ANGLE)
+_RINGS: dict[bytes, np.ndarray] = {}  # `disk_offsets`' ring directions (36, 3) per up axis
 
 
 def disk_offsets(up: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """The centre and three rings of twelve points, weighted evenly over a disk across `up`: offsets
     (N, 37, 3) from its centre."""
-    side = np.empty_like(up)
-    if (up == up[0]).all():
-        side[:] = Vector(up[0]).orthogonal().normalized()
+    r = radius[:, None] * _RING / 3.0  # (N, 36)
+    if (up == up[0]).all():  # one up for every row (world Z): the rings' directions found once
+        key = up[0].tobytes()
+        ring = _RINGS.get(key)
+        if ring is None:
+            side = np.array(Vector(up[0]).orthogonal().normalized())[None]
+            fwd = cross(up[:1], side)
+            ring = _RINGS[key] = side * _COS[:, None] + fwd * _SIN[:, None]  # (36, 3)
+        around = ring[None] * r[..., None]
     else:
+        side = np.empty_like(up)
         for i in range(len(up)):
             side[i] = Vector(up[i]).orthogonal().normalized()
-    fwd = cross(up, side)
-    r = radius[:, None] * _RING / 3.0  # (N, 36)
-    around = (side[:, None] * _COS[:, None] + fwd[:, None] * _SIN[:, None]) * r[..., None]
+        fwd = cross(up, side)
+        around = (side[:, None] * _COS[:, None] + fwd[:, None] * _SIN[:, None]) * r[..., None]
     return np.concatenate((np.zeros_like(up)[:, None], around), 1)
 
 
@@ -545,14 +552,11 @@ def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, f
         group = [feet[i] for i in members]
         k = len(group)
 
-        def rows(values: list[Any]) -> np.ndarray:
-            return np.concatenate([np.broadcast_to(np.asarray(v), (n,) + np.shape(v)[1:]) for v in values])
-
         locks = [f.lock for f in group]
         stacked = Foot(
-            joints=[rows([f.joints[j] for f in group]) for j in range(len(group[0].joints))],
-            end_frame=rows([f.end_frame for f in group]),
-            soles=[rows([f.soles[j] for f in group]) for j in range(len(group[0].soles))],
+            joints=[np.concatenate([f.joints[j] for f in group]) for j in range(len(group[0].joints))],
+            end_frame=np.concatenate([f.end_frame for f in group]),
+            soles=[np.concatenate([f.soles[j] for f in group]) for j in range(len(group[0].soles))],
             ray_length=np.repeat([f.ray_length for f in group], n),
             align=np.repeat([bool(f.align) for f in group], n),
             max_align=np.repeat([f.max_align for f in group], n),

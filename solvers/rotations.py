@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])  # each axis's next two, in turn
 
 
 def norm(v: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
@@ -21,10 +22,14 @@ def _empty(shape: tuple[int, ...], *arrays: np.ndarray) -> np.ndarray:
     return np.empty(shape, dtype=np.result_type(*arrays))
 
 
+def _shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+    return a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+
+
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = _empty(np.broadcast_shapes(a.shape, b.shape), a, b)
+    out = _empty(_shape(a, b), a, b)
     out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
     out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
     out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
@@ -45,7 +50,7 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.cross` of (..., 3) arrays, the same arithmetic without its per-call cost (a frame at a time)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = _empty(np.broadcast_shapes(a.shape, b.shape), a, b)
+    out = _empty(_shape(a, b), a, b)
     out[..., 0] = a1 * b2 - a2 * b1
     out[..., 1] = a2 * b0 - a0 * b2
     out[..., 2] = a0 * b1 - a1 * b0
@@ -180,7 +185,7 @@ def linear_inv(m: np.ndarray) -> np.ndarray:
     a = m[..., :3, :3]
     # The rows of the inverse times the determinant: cross(c1, c2), cross(c2, c0), cross(c0, c1) of the
     # columns c, all three at once (p and q: the columns in turn).
-    p, q = a[..., [1, 2, 0]], a[..., [2, 0, 1]]
+    p, q = a[..., _NEXT], a[..., _AFTER]
     rows = _empty(a.shape, a)
     rows[..., 0, :] = p[..., 1, :] * q[..., 2, :] - p[..., 2, :] * q[..., 1, :]
     rows[..., 1, :] = p[..., 2, :] * q[..., 0, :] - p[..., 0, :] * q[..., 2, :]
