@@ -514,6 +514,6 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
     bones = obj.pose.bones
     for (name, prop), (values, written) in out.items():
         if written[0]:
-            setattr(bones[name], prop, tuple(float(v) for v in values[0]))
+            setattr(bones[name], prop, tuple(values[0].tolist()))
             result.written.append(name)
     return result
