@@ -45,16 +45,22 @@ def bound_meshes(obj: bpy.types.Object) -> list[bpy.types.Object]:
             and any(md.type == "ARMATURE" and md.object == obj for md in m.modifiers)]
 
 
-def sole_of(obj: bpy.types.Object, foot: str, toe: str, foot_offset: float | None = None) -> Sole:
+def sole_of(obj: bpy.types.Object, foot: str, toe: str, foot_offset: float | None = None,
+            meshes: list[bpy.types.Object] | None = None) -> Sole:
     """The sole of the foot bone `foot` (toe bone `toe`, or ''), measured once per rig, mesh and setting.
-    `foot_offset`: the user's Sole Height for a sole from the joints (None: measured)."""
-    meshes = bound_meshes(obj)
+    `foot_offset`: the user's Sole Height for a sole from the joints (None: measured); `meshes`: the rig's
+    `bound_meshes` when already found. A mesh is known by its place relative to the armature, which is all
+    the sole depends on: a rig moving through the scene keeps its sole."""
+    meshes = bound_meshes(obj) if meshes is None else meshes
     bones = obj.data.bones
     shape = tuple((tuple(c.head_local), tuple(c.tail_local)) for b in (foot, toe) if b in bones
                   for c in (bones[b], *bones[b].children))
-    key: tuple[Any, ...] = (obj.name, obj.data.name, foot, toe, foot_offset, tuple(local_up(obj)), shape,
-                            tuple((m.name, m.data.name, len(m.data.vertices), tuple(tuple(r) for r in m.matrix_world))
-                                  for m in meshes))
+    key: tuple[Any, ...] = (obj.name, obj.data.name, foot, toe, foot_offset, tuple(local_up(obj)), shape)
+    if meshes:
+        # Rounded: the same place relative to the armature comes out a little different as the rig moves.
+        to_arm = obj.matrix_world.inverted_safe()
+        key += tuple((m.name, m.data.name, len(m.data.vertices),
+                      tuple(round(v, 5) for r in to_arm @ m.matrix_world for v in r)) for m in meshes)
     if key not in _memo:
         if len(_memo) > 256:
             _memo.clear()

@@ -22,6 +22,7 @@ from ..solvers import ChainPose, solve_limb
 from ..solvers.rotations import (
     affine_inv,
     channel_quat,
+    linear_inv,
     mat_to_quat,
     q_between,
     qconj,
@@ -45,10 +46,6 @@ if TYPE_CHECKING:
     from .ground import Terrain
 
 Channels = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (bone, property) -> (values (N, size), written (N,))
-# Ranges of at most this many frames (live preview's one-frame fallback) solve every limb frame by frame
-# (`solvers.solve_limb`, the same closed form for two bones in `mathutils`): numpy's cost per call outweighs
-# its speed per row on so few rows.
-SCALAR_ROWS = 8
 
 
 @dataclass
@@ -74,6 +71,18 @@ class _Staged:
 
 
 @dataclass
+class _Job:
+    """A limb to solve toward its targets, in `BatchRig._finish`."""
+
+    limb: LimbSpec
+    target: np.ndarray  # (N, 3) world
+    target_rot: Optional[np.ndarray]  # (N, 4) the end bone's world rotation, or None: as the chain leaves it
+    active: np.ndarray  # (N,) the frames solved (elsewhere the FK pose, nothing written)
+    soft: bool  # Soft IK eases the target (a planned foot; not a hand's own target)
+    pole_shift: bool  # the pelvis's move carries the limb's pole along
+
+
+@dataclass
 class RigResult:
     """What planting a frame did: the bones written."""
 
@@ -86,7 +95,6 @@ class BatchRig(RigReader):
     def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
                  fps: float = 24.0, context: int = 0):
         super().__init__(obj, terrain, frames, first, fps, context)
-        self.scalar = frames <= SCALAR_ROWS
         # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
         self.pelvis_delta: Optional[np.ndarray] = None
         # Per foot (by its index in the settings' limbs): what the smoothing changed in its target's height.
@@ -207,18 +215,19 @@ class BatchRig(RigReader):
             # walks far up a slope or a flight of stairs still finds the ground under every step.
             leg_body = max(lb.rest_length for lb in feet) * at.scale
             window = model.body_ground(rays, world[:, self.slot[self.pelvis], :3, 3], at, leg_body)
-        plans = [(lb, model.plan_foot(self._foot(lb, world, frame, start), at, rays, window, self.fps)) for lb in feet]
+        plans = list(zip(feet, model.plan_feet([self._foot(lb, world, frame, start) for lb in feet], at, rays, window,
+                                               self.fps)))
         offset, moved = np.zeros(n), np.zeros(n, dtype=bool)
         if self.pelvis >= 0:
             # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
             # under the body where a foot is not planned), lowered where a leg could not reach.
-            support = np.mean([np.where(p.planned, p.support, window) for _lb, p in plans], 0)
+            support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in plans], axis=0) / len(plans)
             offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
         root = world[:, self.slot[self.pelvis], :3, 3] if self.pelvis >= 0 else None
         return _Staged(plans, offset, moved, step, at, frame, root)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
-        """A foot limb's pose and settings as `model.plan_foot` reads them."""
+        """A foot limb's pose and settings as `model.plan_feet` reads them."""
         s = self.slot
         end_frame = frame[:, s[lb.end]]
         joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [world[:, s[lb.end], :3, 3]]
@@ -244,25 +253,30 @@ class BatchRig(RigReader):
             basis[:, :3, 3] = self.loc[:, p]
             basis[:, 3, 3] = 1.0
             parent = arm[:, p] @ affine_inv(basis)
-            arm_delta = np.einsum("nij,nj->ni", affine_inv(mw)[:, :3, :3], up * offset[:, None])
-            local = np.einsum("nij,nj->ni", affine_inv(parent)[:, :3, :3], arm_delta)
+            arm_delta = np.einsum("nij,nj->ni", linear_inv(mw), up * offset[:, None])
+            local = np.einsum("nij,nj->ni", linear_inv(parent), arm_delta)
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
-        for lb, plan in staged.plans:
-            if lb.control >= 0:
-                self._drive(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
-            else:
-                self._solve(lb, frame, rots, shift, plan.target, plan.rotation, plan.planned, out, soft=True)
+        jobs = [_Job(lb, plan.target, plan.rotation, plan.planned, soft=True, pole_shift=True)
+                for lb, plan in staged.plans]
         for lb in self.limbs:
             if lb.kind == "FOOT" or lb.targets is None:
                 continue
-            tq = mat_to_quat(lb.targets)
+            tq = mat_to_quat(lb.targets) if lb.use_target_rotation else None
+            jobs.append(_Job(lb, lb.targets[:, :3, 3], tq, np.ones(n, dtype=bool), soft=False, pole_shift=False))
+        closed = [job for job in jobs if job.limb.control < 0 and job.limb.closed_form]
+        solved = dict(zip(map(id, closed), self._solve_closed(closed, frame, rots, shift))) if closed else {}
+        for job in jobs:  # written in this order: a bone two limbs share is the later one's
+            lb = job.limb
             if lb.control >= 0:
-                self._drive(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
-                            np.ones(n, dtype=bool), out, soft=False)
-                continue
-            self._solve(lb, frame, rots, shift, lb.targets[:, :3, 3], tq if lb.use_target_rotation else None,
-                        np.ones(n, dtype=bool), out, soft=False, pole_shift=False)
+                self._drive(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, soft=job.soft)
+            elif id(job) in solved:
+                quats, ok = solved[id(job)]
+                for b, q in zip((lb.chain[0], lb.chain[1], lb.end), quats):
+                    self._emit(b, q, ok, out)
+            else:
+                self._solve_each(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, job.soft,
+                                 job.pole_shift)
         return out
 
     def _frames(self) -> tuple[np.ndarray, np.ndarray]:
@@ -296,37 +310,57 @@ class BatchRig(RigReader):
             return xform(self.mw, self.arm[:, self.slot[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
         return None
 
-    def _solve(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
-               pole_shift: bool = True) -> None:
-        """`solvers.solve_limb` over the frames where the limb is `active`: in closed form over all of them
-        for two bones without limits, frame by frame for any other chain."""
-        if self.scalar or not lb.closed_form:
-            self._solve_each(lb, frame, rots, shift, target, target_rot, active, out, soft, pole_shift)
-            return
+    def _solve_closed(self, jobs: list[_Job], frame: np.ndarray, rots: np.ndarray,
+                      shift: np.ndarray) -> list[tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]]:
+        """`solvers.solve_limb` for two-bone limbs without IK limits, in closed form over all their frames at
+        once (the limbs' rows one after another: per call, numpy's cost outweighs its speed per row on the
+        few rows of one frame). Per job: the chain's and the end bone's rotations, and where they are written."""
         s = self.slot
-        n = self.frames
+        n, k = self.frames, len(jobs)
+
+        def stacked(rows: list[np.ndarray]) -> np.ndarray:
+            return rows[0] if k == 1 else np.concatenate(rows)
+
         move = np.zeros((n, 4, 4))
         move[:, :3, 3] = shift
-        f0 = frame[:, s[lb.chain[0]]] + move
-        f1 = frame[:, s[lb.chain[1]]] + move
-        end_frame = frame[:, s[lb.end]] + move
-        r0, r1, r_end = rots[:, s[lb.chain[0]]], rots[:, s[lb.chain[1]]], rots[:, s[lb.end]]
+        move = stacked([move] * k)
+        f0 = stacked([frame[:, s[j.limb.chain[0]]] for j in jobs]) + move
+        f1 = stacked([frame[:, s[j.limb.chain[1]]] for j in jobs]) + move
+        end_frame = stacked([frame[:, s[j.limb.end]] for j in jobs]) + move
+        r0 = stacked([rots[:, s[j.limb.chain[0]]] for j in jobs])
+        r1 = stacked([rots[:, s[j.limb.chain[1]]] for j in jobs])
+        r_end = stacked([rots[:, s[j.limb.end]] for j in jobs])
         tip = end_frame[:, :3, 3]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
-        pole = self._pole(lb, shift, pole_shift)
-        if pole is None and lb.auto_pole:
-            pole = model.fk_plane_pole(hip, knee, tip, end_frame, foot=lb.kind == "FOOT")
-        assert lb.weights is not None
-        weight = np.clip(np.nan_to_num(lb.weights, nan=0.0), 0.0, 1.0)
+        poles = [self._pole(j.limb, shift, j.pole_shift) for j in jobs]
+        auto = [p is None and j.limb.auto_pole for p, j in zip(poles, jobs)]
+        pole: Optional[np.ndarray] = None
+        if any(auto) or any(p is not None for p in poles):
+            pole = stacked([p if p is not None else np.full((n, 3), np.nan) for p in poles])
+            if any(auto):
+                sel = np.repeat(auto, n)
+                feet = np.repeat([j.limb.kind == "FOOT" for j in jobs], n)[sel]
+                pole[sel] = model.fk_plane_pole(hip[sel], knee[sel], tip[sel], end_frame[sel], foot=feet)
+        weights = []
+        for j in jobs:
+            assert j.limb.weights is not None
+            weights.append(j.limb.weights)
+        weight = stacked(weights)
+        weight = np.minimum(np.maximum(np.where(np.isnan(weight), 0.0, weight), 0.0), 1.0)
         chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
-        goal = self._soft_goal(hip, chain, target) if soft else target
+        target = stacked([j.target for j in jobs])
+        goal = target
+        soft = np.repeat([j.soft for j in jobs], n)
+        if self.softness > 0.0 and soft.any():
+            goal = target.copy()
+            goal[soft] = self._soft_goal(hip[soft], chain[soft], target[soft])
         new_knee, new_tip, _case = solve_two_bone_batch(hip, knee, tip, goal, pole)
         inv0, inv1 = affine_inv(f0), affine_inv(f1)
         cl0 = xform(inv0, knee)
         cl1 = xform(inv1, tip)
         turn0 = q_between(cl0, xform(inv0, new_knee))
         q0 = qnormalize(qmul(r0, turn0))
-        rot4 = np.zeros((n, 4, 4))
+        rot4 = np.zeros((n * k, 4, 4))
         rot4[:, :3, :3] = qmat(turn0)
         rot4[:, 3, 3] = 1.0
         delta = f0 @ rot4 @ inv0
@@ -334,21 +368,24 @@ class BatchRig(RigReader):
         turn1 = q_between(cl1, xform(affine_inv(cur1), new_tip))
         q1 = qnormalize(qmul(r1, turn1))
         end_q = r_end
-        if target_rot is not None:
-            rot4b = np.zeros((n, 4, 4))
+        turned = np.repeat([j.target_rot is not None for j in jobs], n)
+        if turned.any():
+            identity = np.zeros((n, 4))
+            identity[:, 0] = 1.0
+            target_rot = stacked([j.target_rot if j.target_rot is not None else identity for j in jobs])
+            rot4b = np.zeros((n * k, 4, 4))
             rot4b[:, :3, :3] = qmat(turn1)
             rot4b[:, 3, 3] = 1.0
             new_end = cur1 @ rot4b @ inv1 @ end_frame
             turn = qmul(qconj(mat_to_quat(new_end)), qnormalize(target_rot))
-            end_q = qmul(r_end, turn)
+            end_q = np.where(turned[:, None], qmul(r_end, turn), r_end)
         blend = weight < 1.0
         if blend.any():
             q0 = np.where(blend[:, None], qslerp(r0, q0, weight), q0)
             q1 = np.where(blend[:, None], qslerp(r1, q1, weight), q1)
             end_q = np.where(blend[:, None], qslerp(r_end, end_q, weight), end_q)
-        ok = active & (weight > 0.0) & np.isfinite(goal).all(1)
-        for b, q in ((lb.chain[0], q0), (lb.chain[1], q1), (lb.end, end_q)):
-            self._emit(b, q, ok, out)
+        ok = stacked([j.active for j in jobs]) & (weight > 0.0) & np.isfinite(goal).all(1)
+        return [((q0[i:i + n], q1[i:i + n], end_q[i:i + n]), ok[i:i + n]) for i in range(0, n * k, n)]
 
     def _soft_goal(self, hip: np.ndarray, chain: np.ndarray, target: np.ndarray) -> np.ndarray:
         """The target eased toward the hip as the chain nears full stretch (Soft IK, `solvers.soft`)."""
@@ -452,7 +489,7 @@ class BatchRig(RigReader):
         """Channel values in the bone's own rotation mode, continuous with the FK value it replaces."""
         j = self.slot[bone]
         mode = self.modes[j]
-        name = self.obj.pose.bones[bone].name
+        name = self.names[j]
         if mode == "QUATERNION":
             fk = self.quat[:, j]
             q = np.where((np.einsum("ni,ni->n", fk, q) < 0.0)[:, None], -q, q)
@@ -486,6 +523,6 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
     bones = obj.pose.bones
     for (name, prop), (values, written) in out.items():
         if written[0]:
-            setattr(bones[name], prop, tuple(float(v) for v in values[0]))
+            setattr(bones[name], prop, tuple(values[0].tolist()))
             result.written.append(name)
     return result

@@ -107,7 +107,7 @@ class DownRays:
         if total == 0:
             return DownHits(hit, height, normal)
         qi = np.repeat(np.arange(q), counts)
-        ti = self.items[np.repeat(start - (np.cumsum(counts) - counts), counts) + np.arange(total)]
+        ti = self.items[(start + counts - np.cumsum(counts))[qi] + np.arange(total)]
         t = self.packed[ti]
         qq = q2[qi]
         dx, dy = qq[:, 0] - t[:, 0], qq[:, 1] - t[:, 1]
@@ -119,12 +119,9 @@ class DownRays:
         if not ok.any():
             return DownHits(hit, height, normal)
         qi, ti, h = qi[ok], ti[ok], h[ok]  # still grouped by query, in query order
-        new_group = np.concatenate(([True], qi[1:] != qi[:-1]))
-        gid = np.cumsum(new_group) - 1
-        gmax = np.maximum.reduceat(h, np.flatnonzero(new_group))
-        idx = np.flatnonzero(h == gmax[gid])  # the highest hit of each query (ties: the last)
-        g = gid[idx]
-        pick = idx[np.concatenate((g[1:] != g[:-1], [True]))]
+        order = np.lexsort((h, qi))  # by query, then height; equal heights in their order
+        last = qi[order]
+        pick = order[np.concatenate((last[1:] != last[:-1], [True]))]  # the highest hit of each query (ties: the last)
         sel = qi[pick]
         hit[sel] = True
         height[sel] = h[pick]
@@ -199,18 +196,17 @@ class ClearanceField:
         out = np.full(len(q), -np.inf)
         rows = np.flatnonzero(ok)
         if len(rows):
-            if (tile[rows] == tile[rows[0]]).all():  # one tile (a frame at a time: always)
-                keys, inv = tile[rows[:1]], np.zeros(len(rows), dtype=np.int64)
-            else:
-                keys, inv = np.unique(tile[rows], axis=0, return_inverse=True)
-            for ti, tj in keys:
-                if (int(ti), int(tj)) not in self.tiles:
-                    self.tiles[(int(ti), int(tj))] = self._tile(int(ti), int(tj))
-            stack = np.stack([self.tiles[(int(ti), int(tj))] for ti, tj in keys])  # (tiles, T + 1, T + 1)
-            g = inv.ravel()
-            x, y = local[rows, 0], local[rows, 1]
-            fx, fy = f[rows, 0], f[rows, 1]
-            out[rows] = ((stack[g, x, y] * (1 - fx) + stack[g, x + 1, y] * fx) * (1 - fy)
-                         + (stack[g, x, y + 1] * (1 - fx) + stack[g, x + 1, y + 1] * fx) * fy)
+            code = tile[rows, 0] * (self.dims[1] // CLEAR_TILE + 1) + tile[rows, 1]  # a tile's number
+            keys = code[:1] if (code == code[0]).all() else np.unique(code)  # a frame at a time: one or two
+            for key in keys:
+                sel = rows if len(keys) == 1 else rows[code == key]
+                ti, tj = (int(c) for c in tile[sel[0]])
+                field = self.tiles.get((ti, tj))
+                if field is None:
+                    field = self.tiles[(ti, tj)] = self._tile(ti, tj)
+                x, y = local[sel, 0], local[sel, 1]
+                fx, fy = f[sel, 0], f[sel, 1]
+                out[sel] = ((field[x, y] * (1 - fx) + field[x + 1, y] * fx) * (1 - fy)
+                            + (field[x, y + 1] * (1 - fx) + field[x + 1, y + 1] * fx) * fy)
         out = np.where(out > -1e29, out, -np.inf)
         return out.reshape(shape)

@@ -287,13 +287,18 @@ class Rays:
 
     def __init__(self, terrain: Any):
         self.terrain = terrain
+        self._down: dict[bytes, Any] = {}  # the terrain's `DownRays` per up axis, looked up once
 
     def extent(self, up: np.ndarray) -> tuple[float, float]:
         return self.terrain.extent(up)  # type: ignore[no-any-return]
 
     def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
         """The highest terrain within `reach` above or below each point (up: world Z on every row)."""
-        return self.terrain.down_rays(up[0]).cast(points, reach)  # type: ignore[no-any-return]
+        key = up[0].tobytes()
+        down = self._down.get(key)
+        if down is None:
+            down = self._down[key] = self.terrain.down_rays(up[0])
+        return down.cast(points, reach)  # type: ignore[no-any-return]
 
     def clearance(self, points: np.ndarray, up: np.ndarray, leg: Any) -> np.ndarray:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per leg length."""
@@ -318,9 +323,11 @@ class Placement:
 
     def __post_init__(self) -> None:
         n = len(self.matrix)
-        self.up = np.tile(np.array([0.0, 0.0, 1.0]), (n, 1))
-        self.base = np.tile(np.array([0.0, 0.0, self.floor_height]), (n, 1))
-        self.scale = np.abs(norm(self.matrix[:, :3, :3], axis=1)).mean(1)
+        self.up = np.zeros((n, 3))
+        self.up[:, 2] = 1.0
+        self.base = np.zeros((n, 3))
+        self.base[:, 2] = self.floor_height
+        self.scale = np.add.reduce(np.abs(norm(self.matrix[:, :3, :3], axis=1)), axis=1) / 3.0  # the mean
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
@@ -333,17 +340,19 @@ class Placement:
 
 @dataclass
 class Foot:
-    """A foot limb's animated pose over the frames (world space) and its settings, as the plan reads them."""
+    """A foot limb's animated pose over the frames (world space) and its settings, as the plan reads them.
+    Each setting is one value for every row, or one per row (`plan_feet`: several feet's rows at once)."""
 
     joints: list[np.ndarray]  # the chain's joints root to tip (the ankle, the end bone's head), each (N, 3)
     end_frame: np.ndarray  # (N, 4, 4) the foot bone's frame, its scale taken out
     soles: list[np.ndarray]  # the heel (and the toe's tip), each (N, 3)
-    ray_length: float  # armature units; 0: the leg's length
-    align: bool  # turn the foot to the ground normal near the ground
-    max_align: float  # radians
-    rest_length: float  # the chain's length at rest, armature units
-    use_lock: bool
+    ray_length: Any  # armature units; 0: the leg's length
+    align: Any  # bool: turn the foot to the ground normal near the ground
+    max_align: Any  # radians
+    rest_length: Any  # the chain's length at rest, armature units
+    use_lock: Any  # bool
     lock: Optional[LockTrack] = None
+    feet: int = 1  # the rows are this many feet's, one after another (`plan_feet`)
 
 
 @dataclass
@@ -441,6 +450,12 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     the ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
     turn (heel and toe relative to the ankle) that brings the toe's need to rise down to the heel's, times
     `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none."""
+    both = np.isfinite(heel_need) & np.isfinite(toe_need)
+    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
+    if not (gap > 0.0).any():  # no toe needs more than its heel (a frame at a time: most frames)
+        q = np.zeros((len(gap), 4))
+        q[:, 0] = 1.0
+        return q, np.zeros(len(gap), dtype=bool)
     along = toe - heel
     along = along - up * _dot(along, up)[:, None]
     length = norm(along, axis=1)
@@ -450,8 +465,6 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
         return v - up * _dot(v, up)[:, None]  # type: ignore[no-any-return]
 
     reach = _dot(flat(toe), d) + np.maximum(0.0, -_dot(flat(heel), d))
-    both = np.isfinite(heel_need) & np.isfinite(toe_need)
-    gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
     has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = cross(d, up)
@@ -462,19 +475,21 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
 
 
 def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: Optional[np.ndarray],
-                  foot: bool) -> np.ndarray:
+                  foot: Any) -> np.ndarray:
     """A pole in the plane the animation bends a two-bone limb in (hip, knee, ankle), a chain length out
     from the middle: the knee keeps pointing where the FK pointed it. For a leg (`foot`), the end bone's
     forward axis keeps the knee in front: a knee the animation overextends backwards is mirrored forward
     and a straight leg bends where the foot points, continuously (no switch, so no flip from frame to
-    frame). NaN rows where there is no plane (an arm with no bend): the solver then ignores them."""
+    frame). `foot`: one for all rows, or per row. NaN rows where there is no plane (an arm with no bend):
+    the solver then ignores them."""
     axis = tip - hip
     alen = norm(axis, axis=1)
     a = axis / np.where(alen > 0, alen, 1.0)[:, None]
     leg = norm(knee - hip, axis=1) + norm(tip - knee, axis=1)
     kh = knee - hip
     perp = kh - a * _dot(kh, a)[:, None]
-    if foot and end_frame is not None:
+    foot = np.asarray(foot, dtype=bool)
+    if foot.any() and end_frame is not None:
         fwd = end_frame[:, :3, 1]
         fwd = fwd - a * _dot(fwd, a)[:, None]
         flen = norm(fwd, axis=1)
@@ -486,7 +501,7 @@ def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame:
         t = np.minimum(1.0, norm(perp, axis=1) / (STRAIGHT * leg))
         m = 1.0 - t * t * (3.0 - 2.0 * t)
         bent = perp + f * (m * (FORWARD_BIAS * leg - 2.0 * np.minimum(along, 0.0)))[:, None]
-        perp = np.where(has[:, None], bent, perp)
+        perp = np.where((has & foot)[:, None], bent, perp)
     plen = norm(perp, axis=1)
     ok = (alen > 0) & (plen >= PLANE_EPS * leg)
     pole = (hip + tip) * 0.5 + perp / np.where(plen > 0, plen, 1.0)[:, None] * leg[:, None]
@@ -496,20 +511,27 @@ def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame:
 _RING = np.repeat([1.0, 2.0, 3.0], 12)  # `disk_offsets`' rings, and the angles of their points
 _ANGLE = 2.0 * math.pi * (np.tile(np.arange(12.0), 3) + 0.5 * _RING) / 12.0
 _COS, _SIN = np.cos(_ANGLE), np.sin(_ANGLE)
+_RINGS: dict[bytes, np.ndarray] = {}  # `disk_offsets`' ring directions (36, 3) per up axis
 
 
 def disk_offsets(up: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """The centre and three rings of twelve points, weighted evenly over a disk across `up`: offsets
     (N, 37, 3) from its centre."""
-    side = np.empty_like(up)
-    if (up == up[0]).all():
-        side[:] = Vector(up[0]).orthogonal().normalized()
+    r = radius[:, None] * _RING / 3.0  # (N, 36)
+    if (up == up[0]).all():  # one up for every row (world Z): the rings' directions found once
+        key = up[0].tobytes()
+        ring = _RINGS.get(key)
+        if ring is None:
+            side = np.array(Vector(up[0]).orthogonal().normalized())[None]
+            fwd = cross(up[:1], side)
+            ring = _RINGS[key] = side * _COS[:, None] + fwd * _SIN[:, None]  # (36, 3)
+        around = ring[None] * r[..., None]
     else:
+        side = np.empty_like(up)
         for i in range(len(up)):
             side[i] = Vector(up[i]).orthogonal().normalized()
-    fwd = cross(up, side)
-    r = radius[:, None] * _RING / 3.0  # (N, 36)
-    around = (side[:, None] * _COS[:, None] + fwd[:, None] * _SIN[:, None]) * r[..., None]
+        fwd = cross(up, side)
+        around = (side[:, None] * _COS[:, None] + fwd[:, None] * _SIN[:, None]) * r[..., None]
     return np.concatenate((np.zeros_like(up)[:, None], around), 1)
 
 
@@ -562,7 +584,43 @@ def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -
     gradually, never higher than it and with no kink where a leg reaches its limit."""
     tighten = SOFT_REACH * (np.arange(SOFT_STEPS)[:, None] / (SOFT_STEPS - 1) - SOFT_LOOSE)
     drops, planned = reach_drop(plans, np.broadcast_to(offset, (SOFT_STEPS, len(offset))), up, tighten)
-    return np.mean(drops, 0), planned
+    return np.add.reduce(drops, axis=0) / SOFT_STEPS, planned  # the mean
+
+
+def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, fps: float) -> list[FootPlan]:
+    """`plan_foot` for several feet over the same frames: the feet whose sole points and joints are as many
+    planned together, their rows one after another (one pass and one ray cast per step for all of them: a
+    frame at a time, numpy's cost per call outweighs its speed per row)."""
+    n = len(window)
+    plans: list[Optional[FootPlan]] = [None] * len(feet)
+    groups: dict[tuple[int, int, bool], list[int]] = {}
+    for i, f in enumerate(feet):
+        groups.setdefault((len(f.soles), len(f.joints), f.lock is None), []).append(i)
+    for members in groups.values():
+        if len(members) == 1:
+            plans[members[0]] = plan_foot(feet[members[0]], at, rays, window, fps)
+            continue
+        group = [feet[i] for i in members]
+        k = len(group)
+
+        locks = [f.lock for f in group]
+        stacked = Foot(
+            joints=[np.concatenate([f.joints[j] for f in group]) for j in range(len(group[0].joints))],
+            end_frame=np.concatenate([f.end_frame for f in group]),
+            soles=[np.concatenate([f.soles[j] for f in group]) for j in range(len(group[0].soles))],
+            ray_length=np.repeat([f.ray_length for f in group], n),
+            align=np.repeat([bool(f.align) for f in group], n),
+            max_align=np.repeat([f.max_align for f in group], n),
+            rest_length=np.repeat([f.rest_length for f in group], n),
+            use_lock=np.repeat([bool(f.use_lock) for f in group], n),
+            lock=None if locks[0] is None else LockTrack(**{
+                name: np.concatenate([getattr(lk, name) for lk in locks]) for name in vars(locks[0])}),
+            feet=k)
+        plan = plan_foot(stacked, Placement(np.concatenate([at.matrix] * k), at.floor_height), rays,
+                         np.concatenate([window] * k), fps)
+        for j, i in enumerate(members):
+            plans[i] = plan.rows(slice(j * n, (j + 1) * n))
+    return [p for p in plans if p is not None]
 
 
 def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: float) -> FootPlan:
@@ -578,7 +636,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     hip, ankle = joints[0], joints[-1]
     leg = np.maximum(sum(norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
     ext = norm(ankle - hip, axis=1) / leg  # how straight the animation has the leg
-    reach = foot.ray_length * at.scale if foot.ray_length > 0.0 else leg  # armature units to world
+    reach = np.where(np.asarray(foot.ray_length) > 0.0, foot.ray_length * at.scale, leg)  # armature units to world
     soles = list(foot.soles)
     heights = np.stack([at.height(p) for p in soles], 1)
     lifted = np.maximum(0.0, heights.min(1))  # the sole's height in the animation, above its floor
@@ -622,6 +680,10 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         ground = blended + (1.0 - used) * ground
         anchored = used >= ANCHORED - 1e-9
         held, ground_support = np.minimum(1.0, lk.from_weight + lk.to_weight), ground.copy()
+        if foot.feet > 1:  # several feet at once: as planned alone, a foot with no contact around has none
+            own = np.repeat(((lk.from_weight != 0.0) | (lk.to_weight != 0.0)).reshape(foot.feet, -1).any(1),
+                            n // foot.feet)
+            held, ground_support = np.where(own, held, 0.0), np.where(own, ground_support, 0.0)
         two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
             (pa, ga), (pb, gb) = ends
@@ -629,7 +691,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     identity = np.zeros((n, 4))
     identity[:, 0] = 1.0
     tilt = identity
-    if foot.align:
+    if np.any(foot.align):
         # The foot turns to the ground while within ALIGN_FADE x leg above the floor.
         contact = np.minimum(np.maximum(1.0 - clearance / (ALIGN_FADE * leg), 0.0), 1.0)
         normal = np.where(planned[:, None], under.normal, up)
@@ -638,6 +700,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         allowed = np.minimum(angle, foot.max_align)
         frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
         tilt = qslerp(identity, full, frac)
+        if not np.all(foot.align):
+            tilt = np.where(np.asarray(foot.align)[:, None], tilt, identity)
     target = ankle + up * np.where(planned, ground, 0.0)[:, None]
     rest = foot.rest_length * at.scale
 
@@ -714,7 +778,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     support = held * (ground_support - lowered) + (1.0 - held) * window
     down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)
     pinned = ~planned | ~np.isfinite(best) | ~anchored | down
-    pinned |= lk.weight > 0.0 if lk is not None and foot.use_lock else True
+    pinned |= np.where(foot.use_lock, lk.weight > 0.0, True) if lk is not None else True
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
 
 

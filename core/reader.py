@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solvers import JointLimits
 from . import rig
-from .anatomy import sole_of
+from .anatomy import bound_meshes, sole_of
 from .checks import limb_is_usable
 from .contacts import contact_values, locks_over
 from .model import LockTrack, place_footprints
@@ -97,6 +97,28 @@ def placed_locks(obj: bpy.types.Object, limb: bpy.types.PropertyGroup, terrain: 
     return terrain.memo(key, lambda: np.array(place_footprints(list(cs), terrain, leg)))  # type: ignore[no-any-return]
 
 
+# Pose-bone indices by (armature object, bone name), as last found: `pose.bones.find` compares every bone's
+# name (20 us on a 265-bone rig), a remembered index is checked by its name alone.
+_found: dict[tuple[int, str], int] = {}
+
+
+def bone_index(obj: bpy.types.Object, name: str, count: int) -> int:
+    """`obj.pose.bones.find(name)` (-1 for none), `count`: the number of pose bones."""
+    if not name:
+        return -1
+    pbs = obj.pose.bones
+    key = (obj.as_pointer(), name)
+    i = _found.get(key, -1)
+    if 0 <= i < count and pbs[i].name == name:
+        return i
+    i = pbs.find(name)
+    if i >= 0:
+        if len(_found) > 4096:
+            _found.clear()
+        _found[key] = i
+    return i
+
+
 # Constraints through which a bone takes along its target's translation (by their influence).
 _FOLLOWING = {"CHILD_OF", "COPY_TRANSFORMS", "COPY_LOCATION"}
 
@@ -160,14 +182,18 @@ class RigReader:
         rows = min(frames, ROWS_CHUNK)
         s = settings(obj)
         pbs = obj.pose.bones
-        find = pbs.find  # a pose bone's index by name, -1 for none
         self.count = len(pbs)
+
+        def find(name: str) -> int:  # a pose bone's index by name, -1 for none
+            return bone_index(obj, name, self.count)
+
         self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
         paths = anim_paths(obj)
         moves = object_moves(obj, paths)
         self.limbs: list[LimbSpec] = []
+        meshes: Optional[list[bpy.types.Object]] = None  # the rig's bound meshes, found once for every foot
         for i, lb in enumerate(s.limbs):
             if not (lb.enabled and limb_is_usable(obj, lb)):
                 continue
@@ -176,11 +202,13 @@ class RigReader:
             if lb.kind == "FOOT" and end < 0:
                 continue  # a foot without its foot bone has no sole to plant (`checks.limb_error`)
             pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
+            if end >= 0 and meshes is None:
+                meshes = bound_meshes(obj)
             spec = LimbSpec(
                 index=i, name=lb.name, kind=lb.kind, chain=tuple(find(b) for b in names), end=end, toe=toe,
                 pole_bone=find(lb.pole_bone) if lb.pole_mode == "BONE" else -1,
                 soles=[(find(b), np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
-                                                                      lb.foot_offset).points] if end >= 0 else [],
+                                                                      lb.foot_offset, meshes).points] if end >= 0 else [],
                 tail_length=obj.data.bones[names[-1]].length,
                 ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
                 use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",
@@ -212,7 +240,9 @@ class RigReader:
         self.aa = np.empty((rows, k, 4), dtype=np.float32)
         self.loc = np.empty((rows, k, 3), dtype=np.float32)
         self.scale = np.empty((rows, k, 3), dtype=np.float32)
-        self.modes = [pbs[int(b)].rotation_mode for b in self.used]
+        used_bones = [pbs[int(b)] for b in self.used]
+        self.modes = [pb.rotation_mode for pb in used_bones]
+        self.names = [pb.name for pb in used_bones]  # by slot
         # Read per frame only what can change and is needed: matrices, the rotation channels of the modes in
         # use, the pelvis location, and scales only when something animates them.
         modes = set(self.modes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])  # each axis's next two, in turn
 
 
 def norm(v: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
@@ -16,13 +17,24 @@ def norm(v: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
     return np.sqrt(np.add.reduce(v * v, axis=axis, keepdims=keepdims))  # type: ignore[no-any-return]
 
 
+def _empty(shape: tuple[int, ...], *arrays: np.ndarray) -> np.ndarray:
+    """An array for a result built part by part (no `np.stack`: its cost per call counts a frame at a time)."""
+    return np.empty(shape, dtype=np.result_type(*arrays))
+
+
+def _shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+    return a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+
+
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+    out = _empty(_shape(a, b), a, b)
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def qconj(q: np.ndarray) -> np.ndarray:
@@ -38,7 +50,11 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.cross` of (..., 3) arrays, the same arithmetic without its per-call cost (a frame at a time)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+    out = _empty(_shape(a, b), a, b)
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -52,10 +68,17 @@ def qrot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 def qmat(q: np.ndarray) -> np.ndarray:
     """3x3 rotation matrices of unit quaternions."""
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack((
-        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1)), -2)
+    out = _empty(q.shape[:-1] + (3, 3), q)
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
 
 
 def mat_to_quat(m: np.ndarray) -> np.ndarray:
@@ -149,17 +172,27 @@ def channel_quat(mode: str, quat: np.ndarray, euler: np.ndarray, aa: np.ndarray)
 
 def affine_inv(m: np.ndarray) -> np.ndarray:
     """Inverses of affine 4x4 matrices (..., 4, 4), by the adjugate (much faster than LAPACK per matrix)."""
-    a = m[..., :3, :3]
-    c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    r0, r1, r2 = cross(c1, c2), cross(c2, c0), cross(c0, c1)
-    det = np.einsum("...i,...i->...", c0, r0)
-    det = np.where(det != 0.0, det, 1.0)[..., None]
-    inv3 = np.stack((r0 / det, r1 / det, r2 / det), -2)
+    inv3 = linear_inv(m)
     out = np.zeros(m.shape)
     out[..., :3, :3] = inv3
     out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv3, m[..., :3, 3])
     out[..., 3, 3] = 1.0
     return out
+
+
+def linear_inv(m: np.ndarray) -> np.ndarray:
+    """Inverses of the 3x3 linear parts of (..., 3+, 3+) matrices (`affine_inv`'s, without the translation)."""
+    a = m[..., :3, :3]
+    # The rows of the inverse times the determinant: cross(c1, c2), cross(c2, c0), cross(c0, c1) of the
+    # columns c, all three at once (p and q: the columns in turn).
+    p, q = a[..., _NEXT], a[..., _AFTER]
+    rows = _empty(a.shape, a)
+    rows[..., 0, :] = p[..., 1, :] * q[..., 2, :] - p[..., 2, :] * q[..., 1, :]
+    rows[..., 1, :] = p[..., 2, :] * q[..., 0, :] - p[..., 0, :] * q[..., 2, :]
+    rows[..., 2, :] = p[..., 0, :] * q[..., 1, :] - p[..., 1, :] * q[..., 0, :]
+    det = np.einsum("...i,...i->...", a[..., :, 0], rows[..., :, 0])
+    det = np.where(det != 0.0, det, 1.0)[..., None, None]
+    return np.swapaxes(rows, -1, -2) / det  # type: ignore[no-any-return]
 
 
 def xform(m: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -353,7 +353,7 @@ def _solve_batch(
     too_close = (d < np.abs(l1 - l2)) & ~too_far
     safe_d = np.where(d > 0, d, 1.0)
     safe_l1 = np.where(l1 > 0, l1, 1.0)
-    cos_t = np.clip((l1 * l1 + d * d - l2 * l2) / (2.0 * safe_l1 * safe_d), -1.0, 1.0)
+    cos_t = np.minimum(np.maximum((l1 * l1 + d * d - l2 * l2) / (2.0 * safe_l1 * safe_d), -1.0), 1.0)
     sin_t = np.sqrt(np.maximum(0.0, 1.0 - cos_t * cos_t))
     m = a + (l1 * cos_t)[:, None] * e
     hint = b - m
@@ -361,7 +361,7 @@ def _solve_batch(
     if pole is not None:
         pv = np.broadcast_to(np.asarray(pole, dtype=np.float64), a.shape)
         pole_ok = np.isfinite(pv).all(1)
-        ph = np.nan_to_num(pv) - m
+        ph = np.where(pole_ok[:, None], pv, 0.0) - m  # rows without a pole: not used
         pu = ph - np.einsum("ij,ij->i", ph, e)[:, None] * e
         pu_len = _norms(pu)
         use_pole = pole_ok & (pu_len > _HINT_EPS * safe_l1)

@@ -12,7 +12,7 @@ import harness
 import numpy as np
 import pytest
 import scenes
-from mathutils import Euler, Quaternion, Vector
+from mathutils import Euler, Matrix, Quaternion, Vector
 from test_plant_feet import _plant, _sole_points, _walker
 
 setup = harness.module("core.setup")
@@ -528,3 +528,32 @@ def test_a_leg_driven_through_an_ik_control_lands_on_the_terrain_and_only_its_co
             lowest.append(min(heights))
         assert {n: tuple(obj.pose.bones[n].rotation_quaternion) for n in chain} == before[f]
     assert min(lowest) <= tol  # the feet stand on the stairs
+
+
+def test_the_sole_from_a_skinned_mesh_is_measured_once_while_the_rig_moves(scene):
+    """`anatomy.sole_of` is remembered by the mesh's place relative to the armature: root motion on the
+    armature object (the mesh parented to it) keeps the sole measured once, as live preview's fallback reads
+    it on every frame; a mesh moved against the armature is measured again."""
+    anatomy = harness.module("core.anatomy")
+    obj = scenes.metarig()
+    bpy.ops.mesh.primitive_cube_add(size=1.0)
+    box = bpy.context.active_object
+    fb = obj.data.bones["foot.L"]
+    box.scale = (0.08, 0.25, 0.05)
+    box.location = obj.matrix_world @ ((fb.head_local + obj.data.bones["toe.L"].tail_local) / 2)
+    bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
+    box.vertex_groups.new(name="foot.L").add([v.index for v in box.data.vertices], 1.0, "REPLACE")
+    box.modifiers.new("Armature", "ARMATURE").object = obj
+    box.parent = obj
+    box.matrix_parent_inverse = obj.matrix_world.inverted()
+    bpy.context.view_layer.update()
+    first = anatomy.sole_of(obj, "foot.L", "toe.L")
+    assert "skinned mesh" in first.source
+    for x in (0.37, 1.91, -5.123, 12.5):
+        obj.location = (x, 0.3 * x, obj.location.z)
+        bpy.context.view_layer.update()
+        assert anatomy.sole_of(obj, "foot.L", "toe.L") is first
+    box.matrix_parent_inverse = Matrix.Translation((0.0, 0.0, -0.05)) @ box.matrix_parent_inverse
+    bpy.context.view_layer.update()
+    lowered = anatomy.sole_of(obj, "foot.L", "toe.L")
+    assert lowered is not first and lowered.offset == pytest.approx(first.offset + 0.05 / obj.matrix_world.to_scale().z, rel=1e-3)
