@@ -20,6 +20,7 @@ flat-ground walk keyed in code) and turns it into what users actually have, with
 - `run_30fps`: a run at 30 fps, stances of 3 to 4 frames;
 - `nla_repeat`: the walk's keys in an NLA strip repeated three times, no active action;
 - `range_inside`: the scene's frame range a part (20 to 70) of a longer action;
+- `range_beyond`: the scene's frame range longer than the action (1 to 120 of 90 frames: the last pose held);
 - `rigify_fk`: the Rigify rig generated from the metarig, the walk keyed on its FK controls and `torso`,
   its body skinned to the DEF bones; measured on the DEF bones, with the body's joints checked intact;
 - `rigify_ik`: the same rig with its legs in IK mode, the walk keyed on its IK feet (`foot_ik`, `toe_ik`)
@@ -63,7 +64,8 @@ FRAMES = 90
 TARGETS = {"penetration": 0.01, "skate": 0.01, "knee": 1.2}  # issue 19: x leg; knee x the source's
 CASES = ("walk", "fbx_mixamo", "gltf", "gltf_mixamo", "root_motion_object", "root_motion_parent",
          "root_motion_bone", "loop_cycles",
-         "run_30fps", "rigify_fk", "rigify_ik", "nla_repeat", "range_inside")
+         "run_30fps", "rigify_fk", "rigify_ik", "nla_repeat", "range_inside",
+         "range_beyond")
 
 
 def _walk(frames: int = FRAMES) -> tuple[bpy.types.Object, bpy.types.Object]:
@@ -232,6 +234,14 @@ def range_inside(tmp: pathlib.Path) -> bpy.types.Object:
     """The scene's range a part of a longer action (frames 20 to 70 of 90)."""
     rig, _body = _walk()
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 20, 70
+    return rig
+
+
+def range_beyond(tmp: pathlib.Path) -> bpy.types.Object:
+    """The scene's range longer than the action (frames 1 to 120 of a 90-frame walk): the last 30 frames
+    hold the walk's last pose, as Blender plays an action past its end."""
+    rig, _body = _walk()
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, FRAMES + 30
     return rig
 
 
