@@ -331,10 +331,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     # A swing that runs off the end of the range the contacts were detected over (the clip ends mid-swing)
     # has no contact to land on: its ground is the line from its contact to the ground under the animation's
     # ankle on the range's last frame, as between two contacts, not the ground right under the foot, which
-    # jumps at every step edge it passes (the knee popped, 1.51x the source's, on stairs). A range that
-    # starts mid-swing keeps the fade: there, the same line from the ankle on the first frame, faded in from
-    # the ground under it, popped the knee more (range_inside: 1.38x against 1.33x) and the first frame's
-    # pose has nothing before it to be continuous with.
+    # jumps at every step edge it passes (the knee popped, 1.51x the source's, on stairs).
     # No longer than the longest swing the foot makes between two of its contacts: a foot that stays down
     # but too briefly to be a contact, or shuffles, for longer than that (cmu_05_01: the last 6 s) is not
     # in one swing, and a line over all of it lifted it off the ground (hover 14% -> 18% of the leg).
@@ -348,7 +345,18 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         w1 = np.where(tail, t_tail, w1)
         a1 = np.where(tail[:, None], ends[1], a1)
         gap = np.where(tail, np.maximum(1.0, hi - end[p]), gap)
-        both = both | tail
+        # The same at the range's start, when it starts mid-swing: the line from the ground under the
+        # animation's ankle on the first frame to the first contact, with no lift-off to ease in from (left
+        # foot of range_inside on stairs: 1.29x -> 1.14x).
+        head = only_next & (f >= lo) & (start[n] > lo) & (start[n] - lo <= longest)
+        t_head = np.clip((f - lo) / np.maximum(1.0, start[n] - lo), 0.0, 1.0)
+        w0 = np.where(head, 1.0 - t_head, w0)
+        w1 = np.where(head, t_head, w1)
+        a0 = np.where(head[:, None], ends[0], a0)
+        gap = np.where(head, np.maximum(1.0, start[n] - lo), gap)
+        both = both | tail | head
+    else:
+        head = np.zeros(len(f), dtype=bool)
     pinned = inside >= 0
     i = np.maximum(inside, 0)
     since = np.minimum(np.where(prev >= 0, f - end[p], np.inf), np.where(nxt >= 0, start[n] - f, np.inf))
@@ -368,5 +376,6 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         free=np.where(far, 0.0, free_weight(since, fps)),
         pitch=np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps))),
         gap=np.where(both & ~pinned, gap, 0.0),
+        opened=np.where(head & ~pinned, 1.0, 0.0),
     )
 

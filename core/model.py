@@ -268,13 +268,14 @@ class LockTrack:
     free: np.ndarray
     pitch: np.ndarray
     gap: np.ndarray
+    opened: np.ndarray  # 1 where the swing starts in the air on the range's first frame (no lift-off there)
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -405,7 +406,8 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray,
-               t: np.ndarray, gap: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray], at: Placement,
+               t: np.ndarray, gap: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray],
+               at: Placement,
                leg: np.ndarray, fps: float) -> SwingLine:
     """The swing's ground line for the frames in `rows` whose ends (`a`, `b`, grounds `ga`, `gb`) hit the
     terrain. Along the swing's path (heel to toe) the terrain's rise above the line is sampled; each rise
@@ -440,7 +442,8 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     hh = hit.height.reshape(ARC_SAMPLES, -1) - base_h
     lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (near > 0.0), (hh - line) * near, 0.0)
     need = np.maximum(0.0, lifts.max(0)) if len(idx) else np.zeros(0)
-    ramp = arc_ramp(t, gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
+    # A swing that starts in the air on the range's first frame ramps in at its landing only.
+    ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
     return SwingLine(idx, a, direction, plen, ga, gb, need, ramp)
 
 
@@ -687,7 +690,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
             (pa, ga), (pb, gb) = ends
-            arc = swing_line(rays, two, pa, pb, ga, gb, lk.to_weight, lk.gap, ankle, soles, at, leg, fps)
+            arc = swing_line(rays, two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.opened, ankle, soles, at, leg,
+                             fps)
     identity = np.zeros((n, 4))
     identity[:, 0] = 1.0
     tilt = identity

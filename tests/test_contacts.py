@@ -132,6 +132,31 @@ def test_a_swing_off_the_end_of_the_range_follows_a_line_to_the_ground_there():
     assert checked
 
 
+def test_a_range_that_starts_mid_swing_follows_a_line_from_the_ground_there():
+    """The scene's range starts mid-swing (frames 20-70 of a longer walk): before a foot's first contact its
+    ground is the line from the ground under the animation's ankle on the first frame to that contact, with
+    no lift-off to ease in from (`LockTrack.opened`); it followed the ground right under the foot, which
+    jumps at step edges (the left knee 1.29x the source's on stairs)."""
+    obj, terrain, leg = _walker("stairs")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 20, 70
+    _plant(obj, terrain)
+    fps = scene.render.fps
+    checked = 0
+    for limb in [lb for lb in props.settings(obj).limbs if lb.kind == "FOOT"]:
+        first = min(c.start for c in limb.contacts)
+        if first <= 22:
+            continue
+        frames = np.arange(20, first, dtype=np.float64)
+        track = contacts.locks_over(limb, 20.0, len(frames), fps)
+        assert np.allclose(track.from_weight + track.to_weight, 1.0)
+        assert np.allclose(track.to_weight, (frames - 20) / (first - 20))
+        assert np.allclose(track.from_point, np.array(limb.range_ankles)[:3])
+        assert (track.opened == 1.0).all() and np.all(track.gap == first - 20)
+        checked += 1
+    assert checked
+
+
 def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
     """An NLA repeat snaps the body 2 legs back between two contacts (a cut at frame 25): before the cut the
     foot swings toward where it would land had the body not jumped, after it from where it lifted off, moved
