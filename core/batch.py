@@ -37,6 +37,7 @@ from ..solvers.two_bone import solve_two_bone_batch
 from . import model
 from .model import Foot, FootPlan, Placement, Rays
 from .reader import LimbSpec, RigReader
+from .state import caches
 from .tuning import PELVIS_SPEED
 
 if TYPE_CHECKING:
@@ -514,7 +515,7 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
     into the original bones. The pelvis's speed limit and the feet's smoothing need every frame: `carried`
     is what they did to this frame when the frame cache was last built (none: this frame's own plan)."""
     result = RigResult()
-    rig = BatchRig(obj, terrain, 1, frame, fps)
+    rig = _fallback_rig(obj, terrain, frame, fps)
     if not rig.limbs:  # no enabled, usable limb (`reader.has_limbs`)
         return result
     src = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
@@ -526,3 +527,21 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
             setattr(bones[name], prop, tuple(values[0].tolist()))
             result.written.append(name)
     return result
+
+
+def _fallback_rig(obj: bpy.types.Object, terrain: Optional[Terrain], frame: float, fps: float) -> BatchRig:
+    """`plant_frame`'s rig over one frame: its set-up (limbs, soles, bone indices, lock points: what
+    `RigReader` reads from the settings, the armature and the terrain) made once and reused from frame to
+    frame (`state.caches.setups`), until an edit drops it (`state.caches.drop_setups`: any edit of an
+    object, mesh, armature or action, a setting, undo, a file load) or the terrain, frame rate, object or
+    bone count is not the one it was made for."""
+    kept = caches.setups.get(obj.name)
+    if (isinstance(kept, BatchRig) and kept.terrain is terrain and kept.fps == fps
+            and kept.obj.as_pointer() == obj.as_pointer() and kept.count == len(obj.pose.bones)):
+        kept.first = frame
+        kept.pelvis_delta, kept.foot_delta = None, {}
+        kept._static_done = False  # the channels nothing animates read again: a pose edit shows at once
+        return kept
+    rig = BatchRig(obj, terrain, 1, frame, fps)
+    caches.setups[obj.name] = rig
+    return rig

@@ -46,6 +46,7 @@ def contact_ik_undo_post(*_args: Any) -> None:
     live preview may have been switched. The channel memory stays: a value still ours is still given back."""
     caches.terrain.reset()
     caches.frames.clear()
+    caches.drop_setups()
     live.sync_registry()
     _forget_removed()
 
@@ -55,7 +56,7 @@ def _forget_removed() -> None:
     names = {o.name for o in bpy.data.objects}
     for name in [n for n in live.live_rigs if n not in names]:
         live.live_rigs.discard(name)
-    for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet):
+    for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet, caches.setups):
         for name in [n for n in cache if n not in names]:
             del cache[name]
 
@@ -77,7 +78,7 @@ def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.typ
     if any(n not in objects for n in live.live_rigs) or any(n not in objects for n in caches.rigs):
         _forget_removed()  # a deleted live armature leaves nothing behind
     watched = caches.terrain.names()
-    if not watched and not caches.frames:
+    if not watched and not caches.frames and not caches.setups:
         return
     changed = set()
     edited = False

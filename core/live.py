@@ -311,7 +311,9 @@ def _store(obj: bpy.types.Object, rig: batch.BatchRig, out: batch.Channels, star
 
 
 def invalidate_frames() -> None:
-    """Drop every rig's frame cache (something they depend on changed); rebuild it in a moment."""
+    """Drop every rig's frame cache and fallback set-up (something they depend on changed); rebuild the
+    frame caches in a moment."""
+    caches.drop_setups()
     if not caches.frames:
         return
     caches.frames.clear()
@@ -321,7 +323,10 @@ def invalidate_frames() -> None:
 
 def settings_changed(obj: Any) -> None:
     """A Contact IK setting of `obj` changed: drop the frame caches; in the UI, show the change now."""
-    if writing or not (caches.frames or obj.name in live_rigs):
+    if writing:
+        return
+    caches.drop_setups()
+    if not (caches.frames or obj.name in live_rigs):
         return
     invalidate_frames()
     if not bpy.app.background and obj.name in live_rigs and not bpy.app.timers.is_registered(_refresh_now):

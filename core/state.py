@@ -43,6 +43,13 @@ class Caches:
         # Per foot limb (by pointer): (its contacts' values, their foot locking over every frame around them),
         # which live preview's fallback reads a row of (`contacts.locks_over`).
         self.locks: dict[int, tuple[Any, Any]] = {}
+        # Per rig: live preview's fallback's set-up (`batch.BatchRig` over one frame: the limbs, soles, bone
+        # indices and lock points read from the settings, the armature and the terrain), reused from frame to
+        # frame until anything it read is edited (`drop_setups`).
+        self.setups: dict[str, Any] = {}
+
+    def drop_setups(self) -> None:
+        self.setups.clear()
 
     def reset(self) -> None:
         self.terrain.reset()
@@ -50,7 +57,7 @@ class Caches:
         self.frames.clear()
         self.pelvis.clear()
         self.feet.clear()
-        self.locks.clear()
+        self.drop_setups()
 
 
 caches = Caches()
@@ -123,6 +130,7 @@ def restore_for_edit(obj: bpy.types.Object) -> None:
 
 def forget(obj_name: str) -> Any:
     caches.frames.pop(obj_name, None)
+    caches.setups.pop(obj_name, None)
     return caches.rigs.pop(obj_name, None)
 
 

@@ -208,6 +208,45 @@ def test_frame_by_frame_preview_equals_the_cached_one(kind, frame_by_frame):
         assert _close(_pose_snapshot(obj), cached[f], 1e-5 * leg), f
 
 
+@pytest.mark.parametrize("edit", ["foot_offset", "limb_off", "terrain", "unkeyed_pose", "scale_key"])
+def test_frame_by_frame_preview_shows_an_edit_made_between_frames(edit, frame_by_frame):
+    """Live preview's fallback keeps its set-up (limbs, soles, bone indices, lock points) from frame to frame
+    (`state.caches.setups`). An edit between two frames shows on the next one exactly as a set-up made anew
+    gives it: a setting, a limb switched off, the terrain moved, a pose channel nothing keys, a new key."""
+    obj, terrain, leg = _walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    scene.frame_set(11)
+    scene.frame_set(12)
+    assert obj.name in live.caches.setups  # the fallback ran and kept its set-up
+    before = _pose_snapshot(obj)
+    if edit == "foot_offset":
+        s.limbs[0].foot_offset += 0.05 * leg
+    elif edit == "limb_off":
+        s.limbs[0].enabled = False
+    elif edit == "terrain":
+        terrain.location.z += 0.05 * leg
+        bpy.context.view_layer.update()
+    elif edit == "unkeyed_pose":
+        obj.pose.bones["toe.L"].rotation_mode = "XYZ"
+        obj.pose.bones["toe.L"].rotation_euler.x += 0.4
+        bpy.context.view_layer.update()
+    else:
+        pb = obj.pose.bones["foot.L"]
+        pb.scale = (1.2, 1.2, 1.2)
+        pb.keyframe_insert("scale", frame=12)
+    scene.frame_set(11)
+    scene.frame_set(12)
+    got = _pose_snapshot(obj)
+    live.caches.setups.clear()  # a set-up made anew
+    scene.frame_set(11)
+    scene.frame_set(12)
+    fresh = _pose_snapshot(obj)
+    assert not _close(got, before, 1e-4 * leg), "the edit changed nothing: the test would prove nothing"
+    assert _close(got, fresh, 1e-6 * leg), "the kept set-up did not see the edit"
+
+
 def test_plant_feet_without_terrain_says_how_to_fix_it():
     obj, terrain, leg = _walker("flat")
     bpy.context.view_layer.objects.active = obj
