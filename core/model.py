@@ -837,11 +837,18 @@ def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:
         shifts = axis[todo, None] * kx[None, :, None] + side[todo, None] * ky[None, :, None]  # (C', K, 3)
         hh = heights(grid[todo, None] + shifts[:, :, None, None])  # (C', K, S, 3)
         level = is_level(hh)
-        # Prefer the level the ankle itself stands over (where the animation put the weight), then any.
+        # The shortest move: the move is what changes the animation (the leg's reach at landing or push-off,
+        # the climb of the swings before and after). Among moves as short, the level the ankle itself stands
+        # over (where the animation put the weight), then forward first. A move that kept the ankle's level
+        # however much farther it went, 0.18 leg back against 0.15 forward, left the leg reaching for the foot
+        # at push-off and its next swing climbing three risers (range_inside on stairs: knee 1.41x).
         under = heights(lock[todo])
         mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)
         same = level & (np.abs(mean - under[:, None]) <= FOOT_EDGE * leg)
-        level = np.where(same.any(1)[:, None], same, level)
+        dist = np.hypot(kx, ky)
+        nearest = dist[level.argmax(1)]
+        short = level & (dist[None] <= nearest[:, None] + 1e-6 * leg)
+        level = np.where((short & same).any(1)[:, None], short & same, short)
         first = level.argmax(1)
         move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
     return [Vector(p) for p in lock + move]

@@ -91,6 +91,34 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
     assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # heel and toe on the same tread
 
 
+def test_a_straddling_footprint_takes_the_shortest_move_then_the_ankles_level():
+    """The shortest move wins, whichever level it lands on: an ankle over the lower tread with its toe over
+    the upper one goes 0.15 leg forward onto the upper tread, not 0.18 leg back to stay on its own level
+    (range_inside on stairs: the move back left the leg reaching at push-off and the next swing climbing
+    three risers, knee 1.41x). Between moves as short, the level under the ankle."""
+    terrain = _stairs()
+    edge = 2 * TREAD
+    step = tuning.FOOT_STEP * LEG
+
+    def placed(ankle_below_edge, heel, toe):
+        lock = (0.0, edge - ankle_below_edge * LEG, 0.08)
+        c = _contact(lock, (0.0, heel * LEG, -0.08), (0.0, toe * LEG, -0.08))
+        moved = model.place_footprints([c], terrain, LEG)[0] - Vector(lock)
+        ends = [lock[1] + moved.y + heel * LEG - tuning.FOOT_MARGIN * LEG,
+                lock[1] + moved.y + toe * LEG + tuning.FOOT_MARGIN * LEG]
+        assert _tread_height(ends[0]) == _tread_height(ends[1]), ends  # on one tread
+        return moved, _tread_height(lock[1]), _tread_height(lock[1] + moved.y)
+
+    # Forward needs 0.125 leg (0.15 on the grid), back 0.175 (0.18): forward, up onto the next tread.
+    moved, level, now = placed(0.045, -0.04, 0.18)
+    assert abs(moved.y - 5 * step) < 1e-6 and abs(moved.x) < 1e-6, moved
+    assert now == level + RISER
+    # Forward and back both need 0.165 leg (0.18 on the grid): back, the ankle's own level.
+    moved, level, now = placed(0.075, -0.05, 0.2)
+    assert abs(moved.y + 6 * step) < 1e-6 and abs(moved.x) < 1e-6, moved
+    assert now == level
+
+
 contacts = harness.module("core.contacts")
 
 
