@@ -790,7 +790,9 @@ def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:
     """The lock points (world space) of contacts `cs`, each moved off any step edge its footprint straddles
     (heel to toe and its width, FOOT_MARGIN x leg beyond, sampled on a grid, neighbouring samples more than
     FOOT_EDGE x leg apart in height) across the ground, on a grid of FOOT_STEP x leg and at most FOOT_SHIFT
-    x leg, to the nearest place where it does not: a foot lands on one tread, not half on two."""
+    x leg, to a place where it does not: a foot lands on one tread, not half on two. Of those places, the ones
+    the swings before and after (to and from the foot's previous and next contacts, `cs` in any order) climb
+    least steeply, in height per frame; of those, the nearest."""
     u = np.array([0.0, 0.0, 1.0])
     lock = np.array([tuple(c.lock) for c in cs], dtype=np.float64)
     h = lock + np.array([tuple(c.heel) for c in cs], dtype=np.float64)
@@ -832,23 +834,55 @@ def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:
         return np.isfinite(jump) & (jump <= FOOT_EDGE * leg)
 
     move = np.zeros((len(cs), 3))
-    todo = np.flatnonzero(has & ~is_level(heights(grid)))  # only footprints on a step edge are searched
+    footing = heights(grid)  # (C, S, 3)
+    todo = np.flatnonzero(has & ~is_level(footing))  # only footprints on a step edge are searched
     if len(todo):
         shifts = axis[todo, None] * kx[None, :, None] + side[todo, None] * ky[None, :, None]  # (C', K, 3)
         hh = heights(grid[todo, None] + shifts[:, :, None, None])  # (C', K, S, 3)
         level = is_level(hh)
-        # The shortest move: the move is what changes the animation (the leg's reach at landing or push-off,
-        # the climb of the swings before and after). Among moves as short, the level the ankle itself stands
-        # over (where the animation put the weight), then forward first. A move that kept the ankle's level
-        # however much farther it went, 0.18 leg back against 0.15 forward, left the leg reaching for the foot
-        # at push-off and its next swing climbing three risers (range_inside on stairs: knee 1.41x).
+        # What a move changes is the swings on either side: each climbs (or steps down) from the level of the
+        # contact before to this one's and on to the next one's, in the frames between them. So among the
+        # places off the edge, those where the steeper of the two swings climbs least per frame: a foot
+        # shuffling on one tread stays on it, a swing that must climb several risers in a few frames climbs
+        # fewer of them (range_inside on stairs: a stance moved back onto its ankle's level left the next swing
+        # three risers to climb in 13 frames, knee 1.41x; a stance split in two a few frames apart, moved to
+        # two levels, made the foot step between them where the source stands, skate 8% of the leg). Among
+        # those, the shortest move (the leg's reach at landing and push-off), then the level the ankle itself
+        # stands over (where the animation put the weight), then forward first.
         under = heights(lock[todo])
         mean = np.where(level, np.where(np.isfinite(hh), hh, 0.0).mean(axis=(2, 3)), np.nan)
         same = level & (np.abs(mean - under[:, None]) <= FOOT_EDGE * leg)
         dist = np.hypot(kx, ky)
-        nearest = dist[level.argmax(1)]
-        short = level & (dist[None] <= nearest[:, None] + 1e-6 * leg)
-        level = np.where((short & same).any(1)[:, None], short & same, short)
-        first = level.argmax(1)
-        move[todo] = np.where(level.any(1)[:, None], shifts[np.arange(len(todo)), first], 0.0)
+        start = np.array([c.start for c in cs], dtype=np.float64)
+        end = np.array([c.end for c in cs], dtype=np.float64)
+        seq = np.argsort(start, kind="stable")
+        at = np.empty(len(cs), dtype=np.int64)
+        at[seq] = np.arange(len(cs))
+        # Each contact's level: an unmoved footprint's mean height; a moved one's, once placed (the shortest
+        # move to begin with), nan where none is known.
+        height = np.where(np.isfinite(footing).all(axis=(1, 2)), np.nan_to_num(footing).mean(axis=(1, 2)), np.nan)
+        height[todo] = np.nan
+        row = np.arange(len(todo))
+        short = level & (dist[None] <= dist[level.argmax(1)][:, None] + 1e-6 * leg)
+        first = np.where((short & same).any(1)[:, None], short & same, short).argmax(1)
+        height[todo] = np.where(level.any(1), mean[row, first], np.nan)
+        for _ in range(2):  # each placement against its neighbours' latest, in two passes
+            for j, i in enumerate(todo):
+                if not level[j].any():
+                    continue
+                rate = np.zeros(len(kx))
+                for n in (at[i] - 1, at[i] + 1):
+                    if not 0 <= n < len(cs) or not np.isfinite(height[seq[n]]):
+                        continue
+                    o = seq[n]
+                    frames = max(1.0, start[i] - end[o] if n < at[i] else start[o] - end[i])
+                    rate = np.maximum(rate, np.abs(np.nan_to_num(mean[j]) - height[o]) / frames)
+                rate = np.where(level[j], rate, np.inf)
+                pick = rate <= rate.min() + 1e-9 * leg
+                pick &= dist <= dist[pick].min() + 1e-6 * leg
+                if (pick & same[j]).any():
+                    pick &= same[j]
+                first[j] = pick.argmax()
+                height[i] = mean[j, first[j]]
+        move[todo] = np.where(level.any(1)[:, None], shifts[row, first], 0.0)
     return [Vector(p) for p in lock + move]

@@ -23,7 +23,8 @@ CLEAR_CAP = 0.5
 # --- footing: a contact's footprint that straddles a step edge is moved onto one level -----------------------
 # The footprint (heel to toe and its width, FOOT_MARGIN beyond) is sampled on a grid of FOOT_SAMPLES along by
 # 3 across; neighbouring samples more than FOOT_EDGE apart in height mark a step edge; the footprint is moved
-# on a grid of FOOT_STEP, at most FOOT_SHIFT, to the nearest place where it does not straddle one (all x leg).
+# on a grid of FOOT_STEP, at most FOOT_SHIFT, to a place where it does not straddle one (all x leg): where the
+# swings either side climb least steeply, then the nearest (`model.place_footprints`).
 FOOT_SAMPLES = 7  # count
 FOOT_MARGIN = 0.04
 FOOT_EDGE = 0.03

@@ -71,8 +71,8 @@ def test_clearance_field_is_built_only_where_it_is_read():
     assert field.height(np.array([[50.0, 50.0, 0.0]]))[0] == -math.inf  # off the terrain: nothing to clear
 
 
-def _contact(lock, heel, toe, width=0.0):
-    return SimpleNamespace(lock=lock, heel=heel, toe=toe, width=width)
+def _contact(lock, heel, toe, width=0.0, start=0, end=0):
+    return SimpleNamespace(lock=lock, heel=heel, toe=toe, width=width, start=start, end=end)
 
 
 def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
@@ -92,10 +92,10 @@ def test_a_contact_straddling_a_step_edge_is_moved_onto_one_tread():
 
 
 def test_a_straddling_footprint_takes_the_shortest_move_then_the_ankles_level():
-    """The shortest move wins, whichever level it lands on: an ankle over the lower tread with its toe over
-    the upper one goes 0.15 leg forward onto the upper tread, not 0.18 leg back to stay on its own level
-    (range_inside on stairs: the move back left the leg reaching at push-off and the next swing climbing
-    three risers, knee 1.41x). Between moves as short, the level under the ankle."""
+    """Alone (no contact before or after), the shortest move wins, whichever level it lands on: an ankle over
+    the lower tread with its toe over the upper one goes 0.15 leg forward onto the upper tread, not 0.18 leg
+    back to stay on its own level (range_inside on stairs: the move back left the leg reaching at push-off and
+    the next swing climbing three risers, knee 1.41x). Between moves as short, the level under the ankle."""
     terrain = _stairs()
     edge = 2 * TREAD
     step = tuning.FOOT_STEP * LEG
@@ -117,6 +117,39 @@ def test_a_straddling_footprint_takes_the_shortest_move_then_the_ankles_level():
     moved, level, now = placed(0.075, -0.05, 0.2)
     assert abs(moved.y + 6 * step) < 1e-6 and abs(moved.x) < 1e-6, moved
     assert now == level
+
+
+def test_a_straddling_footprint_keeps_the_swings_either_side_least_steep():
+    """Of the places off the edge, those the swings to and from the foot's previous and next contacts climb
+    least steeply (height per frame), then the shortest move. A stance between two on its ankle's tread goes
+    0.18 leg back to stay on it rather than 0.15 forward (the foot stepping up a riser and down again: CMU
+    131_02 on stairs, knee 1.71x -> 2.47x; a stance split in two 15 frames apart, put on two levels, made the
+    foot step between them where the source stands: CMU 01_01 on rings, skate 2% -> 8% of the leg); a
+    stance before a swing that climbs two risers in ten frames goes forward, up one of them."""
+    terrain = _stairs()
+    edge = 2 * TREAD
+    step = tuning.FOOT_STEP * LEG
+    heel, toe = (0.0, -0.04 * LEG, -0.08), (0.0, 0.18 * LEG, -0.08)
+    straddling = _contact((0.0, edge - 0.045 * LEG, 0.08), heel, toe, start=20, end=30)
+
+    def placed(before, after):
+        cs = [_contact((0.0, y, 0.08), heel, toe, start=a, end=a + 10) for y, a in (before, after)]
+        cs.insert(1, straddling)
+        for c in cs[::2]:
+            assert _tread_height(c.lock[1] - 0.1 * LEG) == _tread_height(c.lock[1] + 0.25 * LEG)  # level
+        return model.place_footprints(cs, terrain, LEG)[1] - Vector(straddling.lock)
+
+    # Alone, it goes forward (the shortest move: the test above); between two on the ankle's tread, back.
+    on = 1.35 * TREAD
+    moved = placed((on, 0), (on, 40))
+    assert abs(moved.y + 6 * step) < 1e-6 and abs(moved.x) < 1e-6, moved
+    # Its contacts listed in any order: the same.
+    cs = [straddling, _contact((0.0, on, 0.08), heel, toe, start=40, end=50),
+          _contact((0.0, on, 0.08), heel, toe, start=0, end=10)]
+    assert (model.place_footprints(cs, terrain, LEG)[0] - Vector(straddling.lock) - moved).length < 1e-9
+    # The next swing climbs two risers (tread 1 to tread 3) in 10 frames: forward, onto tread 2.
+    moved = placed((on, 0), (on + 2 * TREAD, 40))
+    assert abs(moved.y - 5 * step) < 1e-6 and abs(moved.x) < 1e-6, moved
 
 
 contacts = harness.module("core.contacts")
