@@ -88,10 +88,13 @@ def fabrik(
             p[i + 1] = [(1 - lam) * p[i][k] + lam * t[k] for k in range(3)]
         return ChainSolve([Vector(q) for q in p], 1, _dist(p[-1], t))
 
-    _unstraighten(p, t, total)
     error = _dist(p[-1], t)
+    if error <= tolerance:
+        return ChainSolve([Vector(q) for q in p], 0, error)
+    # The bend does not keep bone lengths: at least one pass below puts them back.
+    _unstraighten(p, t, total)
     iterations = 0
-    while error > tolerance and iterations < max_iterations:
+    while iterations == 0 or (error > tolerance and iterations < max_iterations):
         iterations += 1
         # Forward reaching: from the tip back to the root.
         p[n] = list(t)

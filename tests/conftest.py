@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
@@ -11,6 +12,16 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 harness.install()
+
+# Hypothesis draws new examples on every run, which is how a developer's run finds a new failure (it is
+# then kept in .hypothesis/ and replayed). CI runs a fresh clone, where a new draw would make a red
+# build out of a change that did not cause it: there the draws are fixed (`derandomize`), and every
+# failure a developer's run found is kept as an explicit `@example`.
+if os.environ.get("CI") == "true":
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("ci", derandomize=True)
+    _hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture
