@@ -5,9 +5,15 @@ through the terrain and the bake never does."""
 from __future__ import annotations
 
 import json
+import sys
 
 import bpy
+import harness
+import pytest
 from PIL import Image
+
+sys.path.insert(0, str(harness.ROOT / "tools"))
+import demo  # noqa: E402
 
 
 def test_quick_demo_writes_its_outputs_and_the_bake_keeps_the_feet_on_the_terrain(quick_demo):
@@ -15,6 +21,10 @@ def test_quick_demo_writes_its_outputs_and_the_bake_keeps_the_feet_on_the_terrai
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("demo.blend", "before_after.png", "demo.mp4", "feet.png", "feet.json"):
         assert str(out / name) in proc.stdout, name  # it says where its outputs are
+    # Beside its own figure it prints the bake report's independent one, as the report has it.
+    report = json.loads((out / "bake_report.json").read_text())["clips"][0]
+    skeleton, mesh = demo.worst_independent(report)
+    assert f"measured independently: {skeleton:.2%} at the skeleton's ball and toe tip, {mesh:.2%}" in proc.stdout
 
     # Pictures: real PNGs with something drawn on them.
     for name, min_size in (("before_after.png", (150, 150)), ("feet.png", (600, 400))):
@@ -58,3 +68,16 @@ def test_quick_demo_writes_its_outputs_and_the_bake_keeps_the_feet_on_the_terrai
         # Planted: on the terrain for much of the walk, not floating above it.
         on_ground = sum(1 for c in foot["baked_clearance"] if abs(c) <= 0.005 * leg)
         assert on_ground > 0.4 * frames, (name, on_ground)
+
+
+@pytest.mark.parametrize("code, stderr, goes_on", [
+    (0, "", True),
+    (3, "contact_ik: warning: walk.blend: Right Leg: its ball or toe tip goes 1.47% of the leg under", True),
+    (3, "", False),  # a 3 with no warning printed is not the README's "done, with a warning"
+    (2, "contact_ik: error: no armature", False),
+    (1, "Traceback ...", False),
+])
+def test_the_demo_goes_on_after_a_bake_that_warns_and_stops_on_any_other_failure(code, stderr, goes_on):
+    """`make demo` is the README's first command: a bake that is done with a printed warning (exit 3) is
+    shown with its warning, any other non-zero exit stops the demo."""
+    assert demo.bake_went_through(code, stderr) is goes_on
