@@ -147,16 +147,21 @@ def export_glb(objs: list[bpy.types.Object], path: pathlib.Path) -> None:
         return
     blend = path.with_suffix(".blend")
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
-    # os._exit: the bpy module of 4.2 can crash as it shuts down, after the export is written.
-    script = ("import bpy, os\n"
-              f"bpy.ops.wm.open_mainfile(filepath={str(blend)!r})\n"
-              f"bpy.ops.export_scene.gltf(filepath={str(path)!r}, export_format='GLB', use_selection=True)\n"
-              "os._exit(0)\n")
+    _in_child_blender("export", [f"bpy.ops.wm.open_mainfile(filepath={str(blend)!r})",
+                                 f"bpy.ops.export_scene.gltf(filepath={str(path)!r}, export_format='GLB', "
+                                 "use_selection=True)"], path)
+
+
+def _in_child_blender(what: str, lines: list[str], writes: pathlib.Path) -> None:
+    """Run `lines` (Python, `bpy` imported) in a Blender process of its own, which must write `writes`;
+    tried once more if that process dies. os._exit: the bpy module of 4.2 can crash as it shuts down,
+    after the file is written."""
+    script = "\n".join(["import bpy, os", *lines, "os._exit(0)", ""])
     for _attempt in range(2):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
-        if done.returncode == 0 and path.exists():
+        if done.returncode == 0 and writes.exists():
             return
-    raise RuntimeError(f"the glTF export failed twice (exit {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1500:]}")
+    raise RuntimeError(f"the glTF {what} failed twice (exit {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1500:]}")
 
 
 def import_glb(path: pathlib.Path) -> None:
@@ -169,17 +174,10 @@ def import_glb(path: pathlib.Path) -> None:
         bpy.ops.import_scene.gltf(filepath=str(path))
         return
     blend = path.with_name(path.stem + "_imported.blend")
-    script = ("import bpy, os\n"
-              "bpy.ops.wm.read_homefile(use_empty=True)\n"
-              f"bpy.ops.import_scene.gltf(filepath={str(path)!r})\n"
-              f"bpy.ops.wm.save_as_mainfile(filepath={str(blend)!r})\n"
-              "os._exit(0)\n")
-    for _attempt in range(2):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
-        if done.returncode == 0 and blend.exists():
-            bpy.ops.wm.open_mainfile(filepath=str(blend))
-            return
-    raise RuntimeError(f"the glTF import failed twice (exit {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1500:]}")
+    _in_child_blender("import", ["bpy.ops.wm.read_homefile(use_empty=True)",
+                                 f"bpy.ops.import_scene.gltf(filepath={str(path)!r})",
+                                 f"bpy.ops.wm.save_as_mainfile(filepath={str(blend)!r})"], blend)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
 
 
 def gltf_mixamo(tmp: pathlib.Path) -> bpy.types.Object:
