@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .ground import Terrain
 
 Channels = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (bone, property) -> (values (N, size), written (N,))
+Poles = dict[int, tuple[Optional[np.ndarray], bool]]  # per job (by id): its pole per frame or None, and whether automatic
 
 
 @dataclass
@@ -265,8 +266,12 @@ class BatchRig(RigReader):
                 continue
             tq = mat_to_quat(lb.targets) if lb.use_target_rotation else None
             jobs.append(_Job(lb, lb.targets[:, :3, 3], tq, np.ones(n, dtype=bool), soft=False, pole_shift=False))
-        closed = [job for job in jobs if job.limb.control < 0 and job.limb.closed_form]
-        solved = dict(zip(map(id, closed), self._solve_closed(closed, frame, rots, shift))) if closed else {}
+        direct = [job for job in jobs if job.limb.control < 0]
+        poles = self._poles(direct, frame, shift)
+        # Two-bone limbs without IK limits in closed form over all frames at once; a single frame (live
+        # preview's fallback) by `solvers.solve_limb`, the same closed form, cheaper than numpy on one row.
+        closed = [job for job in direct if job.limb.closed_form and n > 1]
+        solved = dict(zip(map(id, closed), self._solve_closed(closed, frame, rots, shift, poles))) if closed else {}
         for job in jobs:  # written in this order: a bone two limbs share is the later one's
             lb = job.limb
             if lb.control >= 0:
@@ -277,7 +282,7 @@ class BatchRig(RigReader):
                     self._emit(b, q, ok, out)
             else:
                 self._solve_each(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, job.soft,
-                                 job.pole_shift)
+                                 poles[id(job)])
         return out
 
     def _frames(self) -> tuple[np.ndarray, np.ndarray]:
@@ -311,8 +316,8 @@ class BatchRig(RigReader):
             return xform(self.mw, self.arm[:, self.slot[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
         return None
 
-    def _solve_closed(self, jobs: list[_Job], frame: np.ndarray, rots: np.ndarray,
-                      shift: np.ndarray) -> list[tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]]:
+    def _solve_closed(self, jobs: list[_Job], frame: np.ndarray, rots: np.ndarray, shift: np.ndarray,
+                      poles: Poles) -> list[tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]]:
         """`solvers.solve_limb` for two-bone limbs without IK limits, in closed form over all their frames at
         once (the limbs' rows one after another: per call, numpy's cost outweighs its speed per row on the
         few rows of one frame). Per job: the chain's and the end bone's rotations, and where they are written."""
@@ -333,15 +338,10 @@ class BatchRig(RigReader):
         r_end = stacked([rots[:, s[j.limb.end]] for j in jobs])
         tip = end_frame[:, :3, 3]
         hip, knee = f0[:, :3, 3], f1[:, :3, 3]
-        poles = [self._pole(j.limb, shift, j.pole_shift) for j in jobs]
-        auto = [p is None and j.limb.auto_pole for p, j in zip(poles, jobs)]
+        given = [poles[id(j)][0] for j in jobs]
         pole: Optional[np.ndarray] = None
-        if any(auto) or any(p is not None for p in poles):
-            pole = stacked([p if p is not None else np.full((n, 3), np.nan) for p in poles])
-            if any(auto):
-                sel = np.repeat(auto, n)
-                feet = np.repeat([j.limb.kind == "FOOT" for j in jobs], n)[sel]
-                pole[sel] = model.fk_plane_pole(hip[sel], knee[sel], tip[sel], end_frame[sel], foot=feet)
+        if any(p is not None for p in given):
+            pole = stacked([p if p is not None else np.full((n, 3), np.nan) for p in given])
         weights = []
         for j in jobs:
             assert j.limb.weights is not None
@@ -444,12 +444,35 @@ class BatchRig(RigReader):
         name = self.obj.pose.bones[lb.control].name
         out[(name, "location")] = (np.where(ok[:, None], loc, self.loc[:, c]), ok)
 
+    def _poles(self, jobs: list[_Job], frame: np.ndarray, shift: np.ndarray) -> Poles:
+        """Per job (by id): its pole per frame (`_pole`), or for a two-bone limb with an automatic pole the FK
+        plane's (`model.fk_plane_pole`, every such limb's frames in one call), and whether it is the latter."""
+        s, n = self.slot, self.frames
+        out = {id(j): (self._pole(j.limb, shift, j.pole_shift), False) for j in jobs}
+        auto = [j.limb for j in jobs if out[id(j)][0] is None and j.limb.auto_pole and len(j.limb.chain) == 2]
+        if not auto:
+            return out
+        last = np.concatenate([frame[:, s[lb.chain[-1]]] for lb in auto])
+        tip = np.concatenate([frame[:, s[lb.end], :3, 3] if lb.end >= 0 else
+                              xform(frame[:, s[lb.chain[-1]]], np.array([0.0, lb.tail_length, 0.0])) for lb in auto])
+        end = np.concatenate([frame[:, s[lb.end if lb.end >= 0 else lb.chain[-1]]] for lb in auto])
+        moved = np.concatenate([shift] * len(auto))
+        pole = model.fk_plane_pole(np.concatenate([frame[:, s[lb.chain[0]], :3, 3] for lb in auto]) + moved,
+                                   last[:, :3, 3] + moved, tip + moved, end,
+                                   foot=np.repeat([lb.kind == "FOOT" and lb.end >= 0 for lb in auto], n))
+        k = 0
+        for j in jobs:
+            if out[id(j)][0] is None and j.limb.auto_pole and len(j.limb.chain) == 2:
+                out[id(j)] = (pole[k * n:(k + 1) * n], True)
+                k += 1
+        return out
+
     def _solve_each(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]
-                    pole_shift: bool) -> None:
+                    poles: tuple[Optional[np.ndarray], bool]) -> None:
         """`solvers.solve_limb` frame by frame: chains of any length, IK limits (FABRIK, then CCD within
         them), with the plan's targets."""
         s, n = self.slot, self.frames
-        pole = self._pole(lb, shift, pole_shift)
+        pole, auto = poles
         assert lb.weights is not None
         bones = list(lb.chain) + ([lb.end] if lb.end >= 0 else [])
         quats = {b: rots[:, s[b]].copy() for b in bones}
@@ -466,13 +489,7 @@ class BatchRig(RigReader):
                 tip_local=frames[-1].inverted_safe() @ tip, limits=list(lb.limits),
                 end_frame=move @ Matrix(frame[i, s[lb.end]]) if lb.end >= 0 else None,
                 end_rotation=Quaternion(rots[i, s[lb.end]]) if lb.end >= 0 else None, end_limits=lb.end_limits)
-            p: Optional[Vector] = Vector(pole[i]) if pole is not None else None
-            if p is None and lb.auto_pole and len(lb.chain) == 2:
-                hip, knee = frames[0].translation, frames[1].translation
-                end = np.array(pose.end_frame)[None] if pose.end_frame is not None else None
-                row = model.fk_plane_pole(np.array(hip)[None], np.array(knee)[None], np.array(tip)[None], end,
-                                          foot=lb.kind == "FOOT")[0]
-                p = Vector(row) if np.isfinite(row).all() else None
+            p = Vector(pole[i]) if pole is not None and not (auto and np.isnan(pole[i, 0])) else None
             rot = Quaternion(target_rot[i]) if target_rot is not None else None
             sol = solve_limb(pose, Vector(target[i]), pole=p, weight=float(lb.weights[i]),
                              softness=self.softness if soft else 0.0, target_rotation=rot)
