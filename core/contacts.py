@@ -260,14 +260,22 @@ def contact_values(contacts: Any, name: str, size: int = 1) -> np.ndarray:
 
 
 def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: float,
-               placed: Optional[np.ndarray] = None) -> LockTrack:
+               placed: Optional[np.ndarray] = None, kept: Optional[dict[str, Any]] = None) -> LockTrack:
     """Foot locking for frames first..first+count-1 (`model.LockTrack`), computed over all contacts and
     frames at once. In a contact the ankle stays at the contact's lock point and the sole is on the
     ground. Between two contacts the foot carries the correction it had at lift-off (along the ground and
     in height) and blends it linearly, over the whole swing, into the one it needs at the next landing, so
     no frame jumps and the change is spread as thin as the swing allows; before the first and after the
     last contact the correction fades over FADE seconds. `placed`: the contacts' lock points moved off step
-    edges (`reader.placed_locks`), instead of their own. A contact listed first wins where two overlap."""
+    edges (`reader.placed_locks`), instead of their own. A contact listed first wins where two overlap.
+    `kept`: what a set-up reused from frame to frame keeps (live preview's fallback, `batch._fallback_rig`,
+    dropped by any edit): the contacts' values and the track over every frame around them, computed once,
+    of which each frame then reads its row (the same arithmetic row by row)."""
+    if kept is not None and "track" in kept:
+        lo, track = kept["track"]
+        if count == 1 and first == int(first) and 0 <= first - lo < len(track.weight):
+            row = int(first - lo)
+            return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(track).items()})
     cs = limb.contacts
     if not limb.use_lock or not len(cs):
         return LockTrack.none(count)
@@ -277,16 +285,10 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
         np.array(limb.contact_range, dtype=np.float64), np.array(limb.range_ankles, dtype=np.float64).reshape(2, 3),
         contact_values(cs, "cut"), contact_values(cs, "jump", 3)]
     lo, hi = values[0].min() - math.ceil(4.0 * fps), values[1].max() + math.ceil(4.0 * fps)
-    if count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
+    if kept is None or "track" in kept or count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
         return _track(first + np.arange(count, dtype=np.float64), fps, *values)
-    # A frame at a time (live preview's fallback): its row of the track over every frame around the contacts,
-    # computed once for these contacts (the same arithmetic row by row).
-    key = (fps, lo, b"".join(v.tobytes() for v in values))
-    kept = state.caches.locks.get(limb.as_pointer())
-    if kept is None or kept[0] != key:
-        kept = state.caches.locks[limb.as_pointer()] = (key, _track(np.arange(lo, hi + 1.0), fps, *values))
-    row = int(first - lo)
-    return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(kept[1]).items()})
+    kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values))
+    return locks_over(limb, first, count, fps, placed, kept)
 
 
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,

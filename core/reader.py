@@ -9,7 +9,7 @@ reads one frame from the depsgraph being updated.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
@@ -62,6 +62,7 @@ class LimbSpec:
     static_target: bool = False  # not animated, parented or constrained: read once
     static_pole: bool = False
     placed: Optional[np.ndarray] = None  # (contacts, 3) a foot's lock points moved off step edges (`placed_locks`)
+    kept: dict[str, Any] = field(default_factory=dict)  # a one-frame set-up's foot locking (`contacts.locks_over`)
     weights: Optional[np.ndarray] = None  # (N,) the limb's IK weight per frame
     targets: Optional[np.ndarray] = None  # (N, 4, 4) world target matrices
     poles: Optional[np.ndarray] = None  # (N, 3) world pole positions (a pole object)
@@ -343,4 +344,4 @@ class RigReader:
     def locks(self, lb: LimbSpec, start: int, count: int) -> LockTrack:
         """Foot locking (`contacts.locks_over`) for rows start..start+count-1."""
         prop = settings(self.obj).limbs[lb.index]
-        return locks_over(prop, self.first + start, count, self.fps, lb.placed)
+        return locks_over(prop, self.first + start, count, self.fps, lb.placed, lb.kept if self.frames == 1 else None)

@@ -40,9 +40,6 @@ class Caches:
         # Per rig: (first frame, per foot by limb index: the per-frame change) made by the smoothing of the
         # feet between contacts (`model.swing_smoothing`), kept and used the same way.
         self.feet: dict[str, tuple[int, dict[int, Any]]] = {}
-        # Per foot limb (by pointer): (its contacts' values, their foot locking over every frame around them),
-        # which live preview's fallback reads a row of (`contacts.locks_over`).
-        self.locks: dict[int, tuple[Any, Any]] = {}
         # Per rig: live preview's fallback's set-up (`batch.BatchRig` over one frame: the limbs, soles, bone
         # indices and lock points read from the settings, the armature and the terrain), reused from frame to
         # frame until anything it read is edited (`drop_setups`).
