@@ -65,3 +65,16 @@ def test_quality_table_is_generated_from_rows():
     assert text.startswith("# Motion quality on real motion capture")
     assert CLIPS[0] in text and "Do not edit" in text
     assert "| penetration | 1 of 1 |" in text
+
+
+def test_a_foot_without_source_contacts_is_not_counted_as_meeting_hover_and_skate():
+    """A foot the independent detector finds no contact for has nothing to measure hover and skate on (its
+    figures read 0): the run misses those targets instead of passing them (cmu_07_12 in ../shared/mocap)."""
+    foot = {"penetration_rel": 0.0, "hover_max_rel": 0.0, "skate_max_rel": 0.0, "knee_ratio": 1.0, "hip_ratio": 1.0,
+            "identity_max_rel": 0.0, "source_contacts": 3}
+    row = {"terrain": "flat", "feet": [{"independent": foot}, {"independent": dict(foot)}]}
+    assert all(quality.verdict_independent(row).values())
+    row["feet"][1]["independent"]["source_contacts"] = 0
+    v = quality.verdict_independent(row)
+    assert not v["hover"] and not v["skate"]
+    assert v["penetration"] and v["pops"] and v["identity"]
