@@ -86,9 +86,11 @@ class _Job:
 
 @dataclass
 class RigResult:
-    """What planting a frame did: the bones written."""
+    """What planting a frame did: the bones written, and per channel it changed (bone, property, the value
+    before, the value after as the pose bone holds it)."""
 
     written: list[str] = field(default_factory=list)
+    changed: list[tuple[str, str, tuple[float, ...], tuple[float, ...]]] = field(default_factory=list)
 
 
 class BatchRig(RigReader):
@@ -541,8 +543,13 @@ def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Op
     bones = obj.pose.bones
     for (name, prop), (values, written) in out.items():
         if written[0]:
-            setattr(bones[name], prop, tuple(values[0].tolist()))
+            pb = bones[name]
+            before = tuple(getattr(pb, prop))
+            setattr(pb, prop, tuple(values[0].tolist()))
+            after = tuple(getattr(pb, prop))
             result.written.append(name)
+            if after != before:
+                result.changed.append((name, prop, before, after))
     return result
 
 

@@ -101,19 +101,11 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
     terrain = caches.terrain.get(terrain_objects(s), depsgraph)
     memory = _memory(obj)
     memory.settle()
-    bones = obj.pose.bones
-    # Only the bones a solve can write: the limbs' chain and end bones (or their control bones) and the pelvis.
-    names = {n for lb in s.limbs for n in checks.written_bones(lb)}
-    names.add(s.pelvis_bone)
-    before = {n: _channels(bones[n]) for n in names if n in bones}
     frame = depsgraph.scene.frame_current
     result = batch.plant_frame(obj, terrain, depsgraph, frame, fps_of(depsgraph.scene), _carried(obj.name, frame))
-    for name in set(result.written):
-        after = _channels(bones[name])
-        for prop, old, new in zip(PROPS, before[name], after):
-            if old != new:
-                memory.fk[(name, prop)] = old
-                memory.ours[(name, prop)] = new
+    for name, prop, old, new in result.changed:
+        memory.fk[(name, prop)] = old
+        memory.ours[(name, prop)] = new
     return result
 
 
