@@ -303,6 +303,7 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple
             lock = d["ball"][p:last + 1].mean(axis=0) - ball
             c.lock = tuple(lock)
         c.ball, c.ball_leave = tuple(ball), tuple(d["ball"][last])
+        c.leave = tuple(d["ankle"][last])  # it lifts off at Ball Up
         held[p:last + 1] = True
     else:
         c.pivot = c.roll = c.end
@@ -433,6 +434,9 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     fade = max(1.0, FADE * fps)
     p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
     after = out_point[p] - out_from[p]
+    # What of a held ball's place the ground's turn about the ankle keeps (`model.plan_foot`) goes on into the
+    # swing as the correction does: the ball held less the animation's ball from the ankle at lift-off.
+    kept = np.where(rolls[:, None], ball - (ball_leave - leave), 0.0)[p]
     before = lock[n] - enter[n]
     both = (prev >= 0) & (nxt >= 0)
     t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
@@ -442,6 +446,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     only_next = (prev < 0) & (nxt >= 0)
     # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
     # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
+    w_after = np.where(both, 1.0 - smoothstep(t), np.where(only_prev, k_after, 0.0))
     offset = np.where(both[:, None], after + (before - after) * smoothstep(t)[:, None],
                       np.where(only_prev[:, None], after * k_after[:, None],
                                np.where(only_next[:, None], before * k_before[:, None], 0.0)))
@@ -496,6 +501,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         weight=np.where(pinned, 1.0, 0.0),
         point=np.where(pinned[:, None], lock[i] + np.where(on_ball[:, None], ball[i], 0.0), 0.0),
         ball=np.where(on_ball, 1.0, 0.0),
+        carry=np.where(pinned[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None]),
         offset=np.where(pinned[:, None], 0.0, offset),
         down=np.where(pinned, 1.0, 0.0),
         rise=np.where(pinned, 0.0, rise),

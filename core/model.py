@@ -271,13 +271,16 @@ class LockTrack:
     opened: np.ndarray  # 1 where the swing starts in the air on the range's first frame (no lift-off there)
     # 1 where the foot rolls over its ball: in the contact, the ball (`Foot.ball`), not the ankle, is at `point`.
     ball: np.ndarray
+    # (N, 3) after a contact held on its ball, the ball's offset from the ankle as held less the animation's at
+    # lift-off, faded as the correction is: what the ground's turn about the ankle does to it goes on.
+    carry: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -716,7 +719,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         tilt = qslerp(identity, full, frac)
         if not np.all(foot.align):
             tilt = np.where(np.asarray(foot.align)[:, None], tilt, identity)
-        if lk is not None and anchored_ground and lk.ball.any():
+        if lk is not None and anchored_ground and (lk.ball.any() or lk.carry.any()):
             # The turn is about the ankle, so the held ball would move with it as the ground under the moving
             # ankle turns. It stays where it was on the frame before it was held, when the ankle was at the
             # lock point (`from_point` in a contact) and turned to the ground there: the ankle goes where that
@@ -730,7 +733,10 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             off = lk.point - lk.from_point  # the ball from the ankle's lock point, as held
             rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]  # as animated
             shift = (qrot(was, off) - off) - (qrot(tilt, rel) - rel)
-            shift = (shift - up * _dot(shift, up)[:, None]) * (lk.ball * np.asarray(foot.align, dtype=np.float64))[:, None]
+            # After it, the shift at lift-off carried on (with the turn at the lock point), faded as the
+            # correction is, so the ankle does not jump as the ball is let go.
+            shift = np.where((lk.ball > 0.0)[:, None], shift, qrot(was, lk.carry) - lk.carry)
+            shift = (shift - up * _dot(shift, up)[:, None]) * np.asarray(foot.align, dtype=np.float64)[..., None]
             ankle = ankle + shift
             soles = [p + shift for p in soles]
     target = ankle + up * np.where(planned, ground, 0.0)[:, None]
