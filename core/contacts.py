@@ -289,7 +289,6 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
     c.rolls = roll is not None
     last = b
-    held = np.zeros(len(d["ankle"]), dtype=bool)
     ball = np.zeros(3)
     if roll is not None:
         p, last = roll
@@ -304,17 +303,18 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple
             c.lock = tuple(lock)
         c.ball, c.ball_leave = tuple(ball), tuple(d["ball"][last])
         c.leave = tuple(d["ankle"][last])  # it lifts off at Ball Up
-        held[p:last + 1] = True
     else:
         c.pivot = c.roll = c.end
         c.ball, c.ball_leave = (0.0, 0.0, 0.0), tuple(d["ball"][b])
-    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][last])
+    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])  # up the up axis it lifts off at End
     # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
-    # of the contact, each relative to the ankle on its frame (where they are when the ankle stays at the
-    # lock point): a foot rolling onto its toes or turning in place still keeps all of it on one level.
-    # Stored as its centre line, back (heel end) to front (toe end), and half width.
-    # Where the ball is held, the heel and toe relative to where the ankle is then (the ball at its place).
-    ankle = np.where(held[:, None], d["ball"] - ball, d["ankle"])[a:last + 1]
+    # of the contact through Ball Up, each relative to the ankle on its frame (where they are when the ankle
+    # stays at the lock point): a foot rolling onto its toes or turning in place still keeps all of it on one
+    # level. Stored as its centre line, back (heel end) to front (toe end), and half width. Relative to the
+    # animation's ankle also where the ball is held: relative to the ankle that holds the ball, a foot turning
+    # on its ball swept its heel 8% of the leg further back, and the footprint was moved that much further
+    # off a step edge than the ankle's (cmu_131_03 stairs: the other leg's swing, hip 1.00x -> 1.20x).
+    ankle = d["ankle"][a:last + 1]
     heel, toe = d["heel"][a:last + 1] - ankle, d["toe"][a:last + 1] - ankle
     c.heel, c.toe, c.width = footprint(heel, toe)
 
@@ -420,18 +420,30 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     if pivot is None or up is None or ball is None or ball_leave is None:
         pivot, up, ball, ball_leave = np.full(len(start), np.inf), end, np.zeros((len(start), 3)), leave
     rolls = np.isfinite(pivot)
-    # A contact lasts until its ball is up (`up`), and leaves from where its ball is held (the correction on
-    # that frame: the ball's lock point less the animation's ball).
-    end = np.where(rolls, np.maximum(end, up), end)
+    # Along the ground a contact lasts until its ball is up (`hold`), and leaves from where its ball is held
+    # (the correction on that frame: the ball's lock point less the animation's ball). Up the up axis it ends
+    # where the ankle's contact ends (`end`): from there, its ball still held along the ground, the foot keeps
+    # its animated height (less its hover at End) and clears the terrain around it as in any swing, and its
+    # toe-up turn eases in, so a foot rolling onto its toes beside a riser starts to clear it as early as it
+    # did when the ankle was held. (The turn is about the ankle, which would move the held ball: it turns once
+    # the ball is up, `model.plan_foot`.) Held to Ball Up, a jump from standing up stairs kept its toe on the
+    # lower tread until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x).
+    hold = np.where(rolls, np.maximum(end, up), end)
     out_point = np.where(rolls[:, None], lock + ball, lock)
     out_from = np.where(rolls[:, None], ball_leave, leave)
-    # Per frame: the first contact (in list order) it lies in, the one that ended last before it and the one
-    # that starts first after it (the first listed among equals), -1 for none.
-    within, ended, starts = (start <= f[:, None]) & (f[:, None] <= end), end < f[:, None], start > f[:, None]
-    inside = np.where(within.any(1), within.argmax(1), -1)
-    prev = np.where(ended.any(1), np.where(ended, end, -np.inf).argmax(1), -1)
-    nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
+
+    def around(last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per frame: the first contact (in list order) it lies in (contacts ending on `last`), the one that
+        ended last before it and the one that starts first after it (the first listed among equals), -1 for
+        none."""
+        within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
+        return (np.where(within.any(1), within.argmax(1), -1),
+                np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1),
+                np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1))
+
     fade = max(1.0, FADE * fps)
+    # Along the ground: the hold and the correction between holds.
+    held, prev, nxt = around(hold)
     p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
     after = out_point[p] - out_from[p]
     # What of a held ball's place the ground's turn about the ankle keeps (`model.plan_foot`) goes on into the
@@ -439,8 +451,8 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     kept = np.where(rolls[:, None], ball - (ball_leave - leave), 0.0)[p]
     before = lock[n] - enter[n]
     both = (prev >= 0) & (nxt >= 0)
-    t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
-    k_after = smoothstep(1.0 - (f - end[p]) / fade)
+    t = np.clip((f - hold[p]) / np.maximum(1.0, start[n] - hold[p]), 0.0, 1.0)
+    k_after = smoothstep(1.0 - (f - hold[p]) / fade)
     k_before = smoothstep(1.0 - (start[n] - f) / fade)
     only_prev = (prev >= 0) & (nxt < 0)
     only_next = (prev < 0) & (nxt >= 0)
@@ -450,6 +462,21 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     offset = np.where(both[:, None], after + (before - after) * smoothstep(t)[:, None],
                       np.where(only_prev[:, None], after * k_after[:, None],
                                np.where(only_next[:, None], before * k_before[:, None], 0.0)))
+    i_held = np.maximum(held, 0)
+    on_ball = (held >= 0) & (f >= pivot[i_held])
+    point = np.where((held >= 0)[:, None], lock[i_held] + np.where(on_ball[:, None], ball[i_held], 0.0), 0.0)
+    carry = np.where((held >= 0)[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None])
+    offset = np.where((held >= 0)[:, None], 0.0, offset)
+    # Up the up axis (the sole put down, the hover carried, the swing's ground, its clearance and toe-up turn):
+    # contacts end with the ankle's.
+    inside, prev, nxt = around(end)
+    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
+    both = (prev >= 0) & (nxt >= 0)
+    t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
+    k_after = smoothstep(1.0 - (f - end[p]) / fade)
+    k_before = smoothstep(1.0 - (start[n] - f) / fade)
+    only_prev = (prev >= 0) & (nxt < 0)
+    only_next = (prev < 0) & (nxt >= 0)
     rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
                     np.where(only_prev, -drop_out[p] * k_after, np.where(only_next, -drop_in[n] * k_before, 0.0)))
     w0 = np.where(both, 1.0 - t, np.where(only_prev, k_after, np.where(only_next, k_before, 0.0)))
@@ -493,16 +520,15 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         head = np.zeros(len(f), dtype=bool)
     pinned = inside >= 0
     i = np.maximum(inside, 0)
-    on_ball = pinned & (f >= pivot[i])
     since = np.minimum(np.where(prev >= 0, f - end[p], np.inf), np.where(nxt >= 0, start[n] - f, np.inf))
     far = pinned | ~np.isfinite(since)
     since = np.where(np.isfinite(since), since, 0.0)
     return LockTrack(
-        weight=np.where(pinned, 1.0, 0.0),
-        point=np.where(pinned[:, None], lock[i] + np.where(on_ball[:, None], ball[i], 0.0), 0.0),
+        weight=np.where(held >= 0, 1.0, 0.0),
+        point=point,
         ball=np.where(on_ball, 1.0, 0.0),
-        carry=np.where(pinned[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None]),
-        offset=np.where(pinned[:, None], 0.0, offset),
+        carry=carry,
+        offset=offset,
         down=np.where(pinned, 1.0, 0.0),
         rise=np.where(pinned, 0.0, rise),
         from_point=np.where(pinned[:, None], lock[i], np.where((prev >= 0)[:, None] | (nxt >= 0)[:, None], a0, 0.0)),

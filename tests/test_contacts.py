@@ -186,6 +186,28 @@ def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
     assert np.allclose(plain.to_point[before], lock[1]) and np.allclose(plain.from_point[after], lock[0])
 
 
+def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_ankle_lifts_off():
+    """A contact held on its ball through toe-off (Ball Down at 6, End at 10, Ball Up at 14): along the ground
+    the ball stays held until Ball Up, but up the up axis the contact ends with the ankle's, at End: the sole is
+    no longer put down, and the swing's clearance and toe-up turn ease in from there, on into the swing without
+    starting again at Ball Up. Held to Ball Up, a jump from standing up stairs kept its toe on the lower tread
+    until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x the source's)."""
+    f = np.arange(0.0, 41.0)
+    start, end = np.array([0.0, 30.0]), np.array([10.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    pivot, up = np.array([6.0, np.inf]), np.array([14.0, 40.0])
+    ball = np.array([[0.15, 0.0, -0.08], [0.0, 0.0, 0.0]])
+    track = contacts._track(f, 120.0, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 40.0]),
+                            np.zeros((2, 3)), zeros, z3, pivot, up, ball, lock)
+    roll = (f > 10) & (f <= 14)
+    assert (track.weight[f <= 14] == 1.0).all() and (track.ball[(f >= 6) & (f <= 14)] == 1.0).all()
+    assert np.allclose(track.point[(f >= 6) & (f <= 14)], lock[0] + ball[0])
+    assert (track.down[f <= 10] == 1.0).all() and (track.down[roll] == 0.0).all()
+    assert (track.swing[roll] > 0.0).all() and (track.pitch[roll] > 0.0).all()
+    assert (np.diff(track.swing[(f > 10) & (f <= 20)]) >= 0.0).all()  # no restart at Ball Up
+
+
 def test_planted_foot_does_not_skate_during_a_contact():
     obj, terrain, leg = _walker("noise")
     _plant(obj, terrain)
