@@ -62,7 +62,8 @@ class ContactIKContact(bpy.types.PropertyGroup):
     lock: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Lock Point", size=3, subtype="XYZ",
         description="Where the ankle stays during the contact, in world space (the animation's mean "
-        "ankle position over the contact; set when contacts are detected or edited)",
+        "ankle position over the contact; where the ball is held from the first frame, where the ankle is "
+        "for the ball's mean position; set when contacts are detected or edited)",
     )
     enter: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Ankle at Landing", size=3, subtype="XYZ",
@@ -104,6 +105,29 @@ class ContactIKContact(bpy.types.PropertyGroup):
         update=_settings_changed, name="Footprint Width", subtype="DISTANCE", min=0.0,
         description="Half the width of the contact's footprint, either side of the line from Heel to Toe "
         "(world units)",
+    )
+    rolls: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Rolls over the Ball", default=False,
+        description="The foot rolls over its ball: from Ball Down to Ball Up the ball, not the ankle, is held "
+        "(set when contacts are detected or relocked)",
+    )
+    pivot: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball Down",
+        description="First frame the ball is held in place (the foot flat or rolling over it), from Start on",
+    )
+    roll: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball Up",
+        description="Last frame the ball is held in place, at or after End (the heel up, the foot rolling over "
+        "its ball to toe-off)",
+    )
+    ball: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball", size=3, subtype="XYZ",
+        description="Where the ball is held, relative to the lock point (world space): where it is when the "
+        "ankle is at the lock point on the frame before Ball Down",
+    )
+    ball_leave: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball at Lift-off", size=3, subtype="XYZ",
+        description="The animation's ball position (world space) on Ball Up",
     )
 
 

@@ -236,8 +236,9 @@ class BatchRig(RigReader):
         end_frame = frame[:, s[lb.end]]
         joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [world[:, s[lb.end], :3, 3]]
         soles = [xform(world[:, s[b]], p) for b, p in lb.soles]
+        ball = world[:, s[lb.toe], :3, 3] if lb.toe >= 0 else (soles[-1] if soles else None)
         return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
-                    self.locks(lb, start, self.frames))
+                    self.locks(lb, start, self.frames), ball=ball)
 
     def _finish(self, staged: _Staged) -> Channels:
         """The pelvis moved by its offset and every limb solved."""

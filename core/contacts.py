@@ -9,8 +9,14 @@ and frame rate; contacts shorter than `MIN_CONTACT` seconds are dropped and gaps
 `MIN_GAP` closed. Each contact stores its frames and its lock point (the ankle's mean position over
 the contact, in world space). Contacts are ordinary settings the user can edit in the panel.
 
-During a contact the foot's ankle stays at the lock point (along the ground) and its sole is put down on
-the terrain; between contacts the correction blends across the swing (`lock_at`).
+Feet roll (heel strike, flat, toe-off): while the ball is down (`ball_down`: the front of the foot low and
+its ball slow along the ground) a contact holds the ball, not the ankle, from the first frame of that run
+through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up); the ball is held where it was
+when the ankle was at the lock point, so the hold goes on from the ankle's without a jump. A contact whose
+ball stays down until the next one lands is one stance with it.
+
+During a contact the foot's ankle (or ball) stays at its lock point (along the ground) and its sole is put
+down on the terrain; between contacts the correction blends across the swing (`locks_over`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from .tuning import (
     MIN_CONTACT,
     MIN_GAP,
     PITCH_EASE,
+    ROLL_HEIGHT,
+    ROLL_SPEED,
     SWING_EASE,
 )
 
@@ -113,7 +121,9 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
             and limb_is_usable(obj, lb)]
     n = end - start + 1
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
-               "heel": np.empty((n, 3)), "toe": np.empty((n, 3))} for i, _lb in feet}
+               "heel": np.empty((n, 3)), "toe": np.empty((n, 3)), "ball": np.empty((n, 3)), "front": np.empty(n),
+               "front_z": np.empty(n)}
+           for i, _lb in feet}
     with state.paused([obj], scene):
         soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
@@ -130,6 +140,12 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d["sole"][k] = low
                 d["drop"][k] = low.z - s.floor_height
                 d["height"][k] = d["ankle"][k][2] - s.floor_height  # the ankle: locked while it rests
+                # The ball (the toe bone's head; the toe tip without a toe bone, as `batch` holds it): held while
+                # the foot rolls over it; the front of the foot (the lower of the ball and the toe tip) tells
+                # when it is down.
+                d["ball"][k] = mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[-1]
+                d["front_z"][k] = min(d["ball"][k][2], pts[-1].z)
+                d["front"][k] = d["front_z"][k] - s.floor_height
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps
@@ -139,7 +155,57 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
         # that (`find_contacts`).
         into, out_of = (np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else (np.zeros(n), np.zeros(n))
         d["speed"], d["still"] = np.maximum(into, out_of), np.minimum(into, out_of)
+        # The ball's speed along the ground (rolling over it lifts it a little): the slower of the steps into
+        # and out of the frame.
+        ball = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
+        d["ball_speed"] = np.minimum(np.r_[ball[:1], ball], np.r_[ball, ball[-1:]]) if n > 1 else np.zeros(n)
     return out
+
+
+def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
+    """Per frame, whether the ball is down: the front of the foot (`sample_feet`) within ROLL_HEIGHT x leg of
+    its own lowest height within BASELINE_WINDOW seconds, and the ball slower along the ground than ROLL_SPEED x
+    leg per second (`sample_feet`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
+    n = len(front)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    half = max(1, int(round(BASELINE_WINDOW * fps)))
+    padded = np.pad(np.asarray(front, dtype=np.float64), half, mode="edge")
+    low = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).min(axis=1)
+    down = (front - low <= ROLL_HEIGHT * leg) & (speed <= ROLL_SPEED * leg)
+    gap = max(1, int(round(MIN_GAP * fps)))
+    idx = np.flatnonzero(down)
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= gap:
+            down[a:b] = True
+    return down  # type: ignore[no-any-return]
+
+
+def tiptoe(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
+    """Per frame, whether the foot stands on its toes: its heel more than ROLL_HEIGHT x leg above the front of
+    the foot (`sample_feet`)."""
+    return d["heel"][:, 2] - d["front_z"] > ROLL_HEIGHT * leg  # type: ignore[no-any-return]
+
+
+def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
+    """The frames (first, last) a contact a..b holds its ball: the run of frames the ball is `down` that holds
+    the contact's last frame (or starts right after it), from no earlier than `a` to no later than `limit`
+    (the frame before the next contact); None where the ball is not down as the contact ends. After the
+    contact's last frame only while the foot is on its toes (`toes`, `tiptoe`): a foot lifting off whole is
+    not rolling."""
+    on = down if toes is None else down & toes
+    if down[b]:
+        first = b
+    elif b + 1 <= limit and on[b + 1]:
+        first = b + 1
+    else:
+        return None
+    last = first
+    while last + 1 <= limit and on[last + 1]:
+        last += 1
+    while first - 1 >= a and down[first - 1]:
+        first -= 1
+    return first, last
 
 
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
@@ -165,10 +231,24 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         limb.contact_range = (start, end)
         limb.range_ankles = tuple(d["ankle"][0]) + tuple(d["ankle"][-1])
         last = -1
-        for a, b in find_contacts(d["height"], d["speed"], leg, fps, d["still"]):
+        found = find_contacts(d["height"], d["speed"], leg, fps, d["still"])
+        down = ball_down(d["front"], d["ball_speed"], leg, fps)
+        toes = tiptoe(d, leg)
+        # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
+        # ball): one contact, its ball held throughout.
+        k = 0
+        while k + 1 < len(found):
+            a, b = found[k]
+            held = roll_of(down, a, b, found[k + 1][0] - 1, toes)
+            if held is not None and held[1] == found[k + 1][0] - 1 and down[found[k + 1][0]]:
+                found[k:k + 2] = [(a, found[k + 1][1])]
+            else:
+                k += 1
+        for k, (a, b) in enumerate(found):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
-            _fill(c, d, a, b)
+            limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
+            _fill(c, d, a, b, roll_of(down, a, b, limit, toes))
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
@@ -185,26 +265,57 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
         return
     start = min(c.start for c in limb.contacts)
     end = max(c.end for c in limb.contacts)
-    d = sample_feet(obj, scene, start, end)[limb_index]
+    fps = fps_of(scene)
+    # A second past the last contact: where its ball may still be down.
+    stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
+    d = sample_feet(obj, scene, start, stop)[limb_index]
+    leg = (limb.length or 1.0) * world_scale(obj)
+    down = ball_down(d["front"], d["ball_speed"], leg, fps)
+    toes = tiptoe(d, leg)
+    starts = sorted(c.start for c in limb.contacts)
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         if b >= a:
-            _fill(c, d, a, b)
+            later = [s0 - start for s0 in starts if s0 > c.end]
+            limit = min(later) - 1 if later else len(down) - 1
+            _fill(c, d, a, b, roll_of(down, a, b, limit, toes))
 
 
-def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int) -> None:
+def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple[int, int]] = None) -> None:
     """A contact's lock point, ankle at landing and lift-off, hovers and footprint from the samples of its
-    frames a..b (`sample_feet`)."""
+    frames a..b (`sample_feet`), and the frames `roll` (first, last; `roll_of`) it holds its ball on."""
     lock = d["ankle"][a:b + 1].mean(axis=0)
     c.lock = tuple(lock)
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
-    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])
+    c.rolls = roll is not None
+    last = b
+    ball = np.zeros(3)
+    if roll is not None:
+        p, last = roll
+        c.pivot, c.roll = c.start + (p - a), c.start + (last - a)
+        # Where the ball is when the ankle is at the lock point, on the frame before it is held: the foot goes
+        # on from there as it was. A ball held from the contact's first frame is held where it is on average
+        # (as the ankle otherwise), the lock point then where the ankle would be for it as the foot lands.
+        k = max(a, p - 1)
+        ball = d["ball"][k] - d["ankle"][k]
+        if p == a:
+            lock = d["ball"][p:last + 1].mean(axis=0) - ball
+            c.lock = tuple(lock)
+        c.ball, c.ball_leave = tuple(ball), tuple(d["ball"][last])
+        c.leave = tuple(d["ankle"][last])  # it lifts off at Ball Up
+    else:
+        c.pivot = c.roll = c.end
+        c.ball, c.ball_leave = (0.0, 0.0, 0.0), tuple(d["ball"][b])
+    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])  # up the up axis it lifts off at End
     # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
-    # of the contact, each relative to the ankle on its frame (where they are when the ankle stays at the
-    # lock point): a foot rolling onto its toes or turning in place still keeps all of it on one level.
-    # Stored as its centre line, back (heel end) to front (toe end), and half width.
-    ankle = d["ankle"][a:b + 1]
-    heel, toe = d["heel"][a:b + 1] - ankle, d["toe"][a:b + 1] - ankle
+    # of the contact through Ball Up, each relative to the ankle on its frame (where they are when the ankle
+    # stays at the lock point): a foot rolling onto its toes or turning in place still keeps all of it on one
+    # level. Stored as its centre line, back (heel end) to front (toe end), and half width. Relative to the
+    # animation's ankle also where the ball is held: relative to the ankle that holds the ball, a foot turning
+    # on its ball swept its heel 8% of the leg further back, and the footprint was moved that much further
+    # off a step edge than the ankle's (cmu_131_03 stairs: the other leg's swing, hip 1.00x -> 1.20x).
+    ankle = d["ankle"][a:last + 1]
+    heel, toe = d["heel"][a:last + 1] - ankle, d["toe"][a:last + 1] - ankle
     c.heel, c.toe, c.width = footprint(heel, toe)
 
 
@@ -284,7 +395,15 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
         contact_values(cs, "enter", 3), contact_values(cs, "leave", 3),
         np.array(limb.contact_range, dtype=np.float64), np.array(limb.range_ankles, dtype=np.float64).reshape(2, 3),
         contact_values(cs, "cut"), contact_values(cs, "jump", 3)]
-    lo, hi = values[0].min() - math.ceil(4.0 * fps), values[1].max() + math.ceil(4.0 * fps)
+    rolls = contact_values(cs, "rolls") > 0.5
+    roll = (contact_values(cs, "pivot"), contact_values(cs, "roll"), contact_values(cs, "ball", 3),
+            contact_values(cs, "ball_leave", 3))
+    # Only where the ball is held (`ContactIKContact.rolls`), from Ball Down (at Start at the earliest) to Ball Up.
+    pivot = np.where(rolls, np.maximum(roll[0], values[0]), np.inf)
+    up = np.where(rolls, np.maximum(roll[1], values[1]), values[1])
+    extra = (pivot, up, np.where(rolls[:, None], roll[2], 0.0), roll[3])
+    values += list(extra)
+    lo, hi = values[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
     if kept is None or "track" in kept or count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
         return _track(first + np.arange(count, dtype=np.float64), fps, *values)
     kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values))
@@ -293,31 +412,73 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
 
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
            lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
-           cut: np.ndarray, jump: np.ndarray) -> LockTrack:
+           cut: np.ndarray, jump: np.ndarray, pivot: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
+           ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None) -> LockTrack:
     """`locks_over` for frames `f`, from the contacts' values, the range they were detected over (`span`,
     first and last frame), the animation's ankle at its ends (`ends`, (2, 3)) and the cuts before contacts
-    (`cut`, frame or 0, and `jump`, (C, 3))."""
-    # Per frame: the first contact (in list order) it lies in, the one that ended last before it and the one
-    # that starts first after it (the first listed among equals), -1 for none.
-    within, ended, starts = (start <= f[:, None]) & (f[:, None] <= end), end < f[:, None], start > f[:, None]
-    inside = np.where(within.any(1), within.argmax(1), -1)
-    prev = np.where(ended.any(1), np.where(ended, end, -np.inf).argmax(1), -1)
-    nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
+    (`cut`, frame or 0, and `jump`, (C, 3)). The foot rolling over its ball: from `pivot` (inf: never) to `up`
+    (the contact's last frame, at or after `end`) the ball is held at `lock` + `ball`; `ball_leave` is the
+    animation's ball on the frame `up`."""
+    if pivot is None or up is None or ball is None or ball_leave is None:
+        pivot, up, ball, ball_leave = np.full(len(start), np.inf), end, np.zeros((len(start), 3)), leave
+    rolls = np.isfinite(pivot)
+    # Along the ground a contact lasts until its ball is up (`hold`), and leaves from where its ball is held
+    # (the correction on that frame: the ball's lock point less the animation's ball). Up the up axis it ends
+    # where the ankle's contact ends (`end`): from there, its ball still held along the ground, the foot keeps
+    # its animated height (less its hover at End) and clears the terrain around it as in any swing, and its
+    # toe-up turn eases in, so a foot rolling onto its toes beside a riser starts to clear it as early as it
+    # did when the ankle was held. (The turn is about the ankle, which would move the held ball: it turns once
+    # the ball is up, `model.plan_foot`.) Held to Ball Up, a jump from standing up stairs kept its toe on the
+    # lower tread until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x).
+    hold = np.where(rolls, np.maximum(end, up), end)
+    out_point = np.where(rolls[:, None], lock + ball, lock)
+    out_from = np.where(rolls[:, None], ball_leave, leave)
+
+    def around(last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per frame: the first contact (in list order) it lies in (contacts ending on `last`), the one that
+        ended last before it and the one that starts first after it (the first listed among equals), -1 for
+        none."""
+        within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
+        return (np.where(within.any(1), within.argmax(1), -1),
+                np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1),
+                np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1))
+
     fade = max(1.0, FADE * fps)
+    # Along the ground: the hold and the correction between holds.
+    held, prev, nxt = around(hold)
     p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
-    after = lock[p] - leave[p]
+    after = out_point[p] - out_from[p]
+    # What of a held ball's place the ground's turn about the ankle keeps (`model.plan_foot`) goes on into the
+    # swing as the correction does: the ball held less the animation's ball from the ankle at lift-off.
+    kept = np.where(rolls[:, None], ball - (ball_leave - leave), 0.0)[p]
     before = lock[n] - enter[n]
+    both = (prev >= 0) & (nxt >= 0)
+    t = np.clip((f - hold[p]) / np.maximum(1.0, start[n] - hold[p]), 0.0, 1.0)
+    k_after = smoothstep(1.0 - (f - hold[p]) / fade)
+    k_before = smoothstep(1.0 - (start[n] - f) / fade)
+    only_prev = (prev >= 0) & (nxt < 0)
+    only_next = (prev < 0) & (nxt >= 0)
+    # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
+    # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
+    w_after = np.where(both, 1.0 - smoothstep(t), np.where(only_prev, k_after, 0.0))
+    offset = np.where(both[:, None], after + (before - after) * smoothstep(t)[:, None],
+                      np.where(only_prev[:, None], after * k_after[:, None],
+                               np.where(only_next[:, None], before * k_before[:, None], 0.0)))
+    i_held = np.maximum(held, 0)
+    on_ball = (held >= 0) & (f >= pivot[i_held])
+    point = np.where((held >= 0)[:, None], lock[i_held] + np.where(on_ball[:, None], ball[i_held], 0.0), 0.0)
+    carry = np.where((held >= 0)[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None])
+    offset = np.where((held >= 0)[:, None], 0.0, offset)
+    # Up the up axis (the sole put down, the hover carried, the swing's ground, its clearance and toe-up turn):
+    # contacts end with the ankle's.
+    inside, prev, nxt = around(end)
+    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
     both = (prev >= 0) & (nxt >= 0)
     t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
     k_after = smoothstep(1.0 - (f - end[p]) / fade)
     k_before = smoothstep(1.0 - (start[n] - f) / fade)
     only_prev = (prev >= 0) & (nxt < 0)
     only_next = (prev < 0) & (nxt >= 0)
-    # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
-    # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
-    offset = np.where(both[:, None], after + (before - after) * smoothstep(t)[:, None],
-                      np.where(only_prev[:, None], after * k_after[:, None],
-                               np.where(only_next[:, None], before * k_before[:, None], 0.0)))
     rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
                     np.where(only_prev, -drop_out[p] * k_after, np.where(only_next, -drop_in[n] * k_before, 0.0)))
     w0 = np.where(both, 1.0 - t, np.where(only_prev, k_after, np.where(only_next, k_before, 0.0)))
@@ -365,9 +526,11 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     far = pinned | ~np.isfinite(since)
     since = np.where(np.isfinite(since), since, 0.0)
     return LockTrack(
-        weight=np.where(pinned, 1.0, 0.0),
-        point=np.where(pinned[:, None], lock[i], 0.0),
-        offset=np.where(pinned[:, None], 0.0, offset),
+        weight=np.where(held >= 0, 1.0, 0.0),
+        point=point,
+        ball=np.where(on_ball, 1.0, 0.0),
+        carry=carry,
+        offset=offset,
         down=np.where(pinned, 1.0, 0.0),
         rise=np.where(pinned, 0.0, rise),
         from_point=np.where(pinned[:, None], lock[i], np.where((prev >= 0)[:, None] | (nxt >= 0)[:, None], a0, 0.0)),

@@ -2,7 +2,8 @@
 
 Per foot, over a clip: penetration (the deepest any sole point, heel and toe, goes below the ground),
 hover (the lowest sole point's height above the ground on contact frames, mean and max), skate (the
-ankle's horizontal travel during each contact, mean and max over contacts), pops (the largest angular
+horizontal travel of what each contact holds, mean and max over contacts: the ankle, and the ball from Ball
+Down to Ball Up where the foot rolls over it), pops (the largest angular
 velocity and acceleration of the knee and of the hip). Per limb: bone length error (how far a chain
 bone's length strays from its rest length, relative). Per hand with a target: reach error on frames
 where the target is within reach. Contacts are the rig's own (`limb.contacts`), so the source
@@ -82,6 +83,7 @@ class LimbMetrics:
 class _Track:
     heights: list[float] = field(default_factory=list)  # lowest sole point above the ground (nan: no ground)
     ankle: list[Vector] = field(default_factory=list)
+    ball: list[Vector] = field(default_factory=list)  # the toe bone's head, else the last sole point
     knee: list[Any] = field(default_factory=list)  # local rotation of the lower bone in the upper's frame
     hip: list[Any] = field(default_factory=list)  # local rotation of the upper bone in its parent's frame
     length_error: float = 0.0
@@ -138,6 +140,7 @@ class Meter:
             finite = [h for h in heights if not math.isnan(h)]
             tr.heights.append(min(finite) if finite else math.nan)
             tr.ankle.append(mw @ foot.head)
+            tr.ball.append(mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[-1])
 
     def result(self) -> list[LimbMetrics]:
         out = []
@@ -158,15 +161,21 @@ class Meter:
                     m.penetration_frames = int(np.count_nonzero(low < -1e-4 * leg))
                 hovers, skates = [], []
                 for c in lb.contacts:
-                    a, b = max(0, c.start - self.first), min(len(tr.heights) - 1, c.end - self.first)
+                    last = max(c.end, c.roll) if c.rolls else c.end
+                    a, b = max(0, c.start - self.first), min(len(tr.heights) - 1, last - self.first)
                     if b < a:
                         continue
                     m.contacts += 1
                     m.contact_frames += b - a + 1
-                    hovers += [max(0.0, h) for h in tr.heights[a:b + 1] if not math.isnan(h)]
+                    down = min(b, c.end - self.first)  # the sole is put down until End; the ball held until Ball Up
+                    hovers += [max(0.0, h) for h in tr.heights[a:down + 1] if not math.isnan(h)]
                     travel = 0.0
-                    for p, q in zip(tr.ankle[a:b], tr.ankle[a + 1:b + 1]):
-                        d = q - p
+                    pivot = max(c.pivot, c.start) - self.first if c.rolls else b + 1
+                    for k in range(a, b):
+                        if k + 1 == pivot:
+                            continue  # what is held changes from the ankle to the ball
+                        held = tr.ball if k >= pivot else tr.ankle
+                        d = held[k + 1] - held[k]
                         travel += (d - up * d.dot(up)).length
                     skates.append(travel)
                 if hovers:

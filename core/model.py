@@ -269,13 +269,18 @@ class LockTrack:
     pitch: np.ndarray
     gap: np.ndarray
     opened: np.ndarray  # 1 where the swing starts in the air on the range's first frame (no lift-off there)
+    # 1 where the foot rolls over its ball: in the contact, the ball (`Foot.ball`), not the ankle, is at `point`.
+    ball: np.ndarray
+    # (N, 3) after a contact held on its ball, the ball's offset from the ankle as held less the animation's at
+    # lift-off, faded as the correction is: what the ground's turn about the ankle does to it goes on.
+    carry: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -354,6 +359,9 @@ class Foot:
     use_lock: Any  # bool
     lock: Optional[LockTrack] = None
     feet: int = 1  # the rows are this many feet's, one after another (`plan_feet`)
+    # (N, 3) the ball (the toe bone's head; the toe tip without a toe bone), held while the foot rolls over it
+    # (`LockTrack.ball`); None: the last sole point.
+    ball: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -616,6 +624,7 @@ def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, f
             max_align=np.repeat([f.max_align for f in group], n),
             rest_length=np.repeat([f.rest_length for f in group], n),
             use_lock=np.repeat([bool(f.use_lock) for f in group], n),
+            ball=None if any(f.ball is None for f in group) else np.concatenate([f.ball for f in group]),
             lock=None if locks[0] is None else LockTrack(**{
                 name: np.concatenate([getattr(lk, name) for lk in locks]) for name in vars(locks[0])}),
             feet=k)
@@ -648,9 +657,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     held, ground_support = np.zeros(n), np.zeros(n)
     lk = foot.lock
     if lk is not None and (lk.weight.any() or lk.down.any() or lk.offset.any() or lk.rise.any()):
-        # Foot locking: the ankle along the ground to the contact's lock point (or by the correction that
-        # carries it between contacts), and the sole down onto the ground.
-        d = np.where((lk.weight > 0.0)[:, None], lk.point - ankle, lk.offset)  # world space, as the locks
+        # Foot locking: the ankle (or, as the foot rolls over it, the ball) along the ground to the contact's
+        # lock point (or by the correction that carries it between contacts), and the sole down onto the ground.
+        pin = ankle
+        if lk.ball.any():
+            ball = foot.ball if foot.ball is not None else soles[-1]
+            pin = ankle + lk.ball[:, None] * (ball - ankle)
+        d = np.where((lk.weight > 0.0)[:, None], lk.point - pin, lk.offset)  # world space, as the locks
         move = d - up * _dot(d, up)[:, None]
         ankle = ankle + move
         soles = [p + move for p in soles]
@@ -706,6 +719,26 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         tilt = qslerp(identity, full, frac)
         if not np.all(foot.align):
             tilt = np.where(np.asarray(foot.align)[:, None], tilt, identity)
+        if lk is not None and anchored_ground and (lk.ball.any() or lk.carry.any()):
+            # The turn is about the ankle, so the held ball would move with it as the ground under the moving
+            # ankle turns. It stays where it was on the frame before it was held, when the ankle was at the
+            # lock point (`from_point` in a contact) and turned to the ground there: the ankle goes where that
+            # puts the ball, turned as it is now.
+            at_lock = hits.hit[n:2 * n]
+            was = q_between(up, np.where(at_lock[:, None], hits.normal[n:2 * n], up))
+            was_angle = 2.0 * np.arccos(np.minimum(np.abs(was[:, 0]), 1.0))
+            turned = was_angle > 1e-9
+            was_frac = np.where(turned, np.minimum(was_angle, foot.max_align) / np.where(turned, was_angle, 1.0), 0.0)
+            was = qslerp(identity, was, was_frac)
+            off = lk.point - lk.from_point  # the ball from the ankle's lock point, as held
+            rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]  # as animated
+            shift = (qrot(was, off) - off) - (qrot(tilt, rel) - rel)
+            # After it, the shift at lift-off carried on (with the turn at the lock point), faded as the
+            # correction is, so the ankle does not jump as the ball is let go.
+            shift = np.where((lk.ball > 0.0)[:, None], shift, qrot(was, lk.carry) - lk.carry)
+            shift = (shift - up * _dot(shift, up)[:, None]) * np.asarray(foot.align, dtype=np.float64)[..., None]
+            ankle = ankle + shift
+            soles = [p + shift for p in soles]
     target = ankle + up * np.where(planned, ground, 0.0)[:, None]
     rest = foot.rest_length * at.scale
 
@@ -778,11 +811,11 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # by the hover the foot carries (`LockTrack.rise`, blended across the swing), not by how far its sole
     # happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the body).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
-    lowered = np.where(lk.weight > 0.0, lifted, -lk.rise) if lk is not None else 0.0
+    lowered = np.where(lk.down > 0.0, lifted, -lk.rise) if lk is not None else 0.0
     support = held * (ground_support - lowered) + (1.0 - held) * window
     down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)
     pinned = ~planned | ~np.isfinite(best) | ~anchored | down
-    pinned |= np.where(foot.use_lock, lk.weight > 0.0, True) if lk is not None else True
+    pinned |= np.where(foot.use_lock, lk.down > 0.0, True) if lk is not None else True
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
 
 

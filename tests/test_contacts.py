@@ -3,14 +3,18 @@ the per-frame and all-frames forms agreeing, and editing contacts from the panel
 
 from __future__ import annotations
 
+import math
+
 import bpy
 import harness
 import numpy as np
 import pytest
-from test_plant_feet import _plant, _walker
+import scenes
+from test_plant_feet import LEG_LIMBS, _plant, _walker
 
 contacts = harness.module("core.contacts")
 props = harness.module("properties")
+setup = harness.module("core.setup")
 
 
 def _gait(fps: float, leg: float, seconds: float = 3.0, hover: float = 0.0):
@@ -94,7 +98,11 @@ def test_lock_rules():
         c = limb.contacts[0]
         inside = contacts.locks_over(limb, c.start, 1, 24.0)
         assert inside.weight[0] == 1.0 and inside.down[0] == 1.0
-        assert tuple(inside.point[0]) == pytest.approx(tuple(c.lock))
+        # The ankle's lock point, or the ball's where the ball is held from the first frame (issue 20 (b)).
+        on_ball = c.rolls and c.pivot <= c.start
+        assert inside.ball[0] == (1.0 if on_ball else 0.0)
+        held = np.array(c.lock) + (np.array(c.ball) if on_ball else 0.0)
+        assert tuple(inside.point[0]) == pytest.approx(tuple(held))
     # Locking off: no lock at all.
     s.limbs[0].use_lock = False
     off = contacts.locks_over(s.limbs[0], s.limbs[0].contacts[0].start, 1, 24.0)
@@ -115,7 +123,7 @@ def test_a_swing_off_the_end_of_the_range_follows_a_line_to_the_ground_there():
     checked = 0
     for limb in [lb for lb in props.settings(obj).limbs if lb.kind == "FOOT"]:
         assert tuple(limb.contact_range) == (first, last)
-        end = max(c.end for c in limb.contacts)
+        end = max(max(c.end, c.roll) if c.rolls else c.end for c in limb.contacts)  # Ball Up, where it rolls on
         if end >= last - 2:
             continue
         frames = np.arange(end + 1, last + 1, dtype=np.float64)
@@ -178,6 +186,28 @@ def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
     assert np.allclose(plain.to_point[before], lock[1]) and np.allclose(plain.from_point[after], lock[0])
 
 
+def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_ankle_lifts_off():
+    """A contact held on its ball through toe-off (Ball Down at 6, End at 10, Ball Up at 14): along the ground
+    the ball stays held until Ball Up, but up the up axis the contact ends with the ankle's, at End: the sole is
+    no longer put down, and the swing's clearance and toe-up turn ease in from there, on into the swing without
+    starting again at Ball Up. Held to Ball Up, a jump from standing up stairs kept its toe on the lower tread
+    until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x the source's)."""
+    f = np.arange(0.0, 41.0)
+    start, end = np.array([0.0, 30.0]), np.array([10.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    pivot, up = np.array([6.0, np.inf]), np.array([14.0, 40.0])
+    ball = np.array([[0.15, 0.0, -0.08], [0.0, 0.0, 0.0]])
+    track = contacts._track(f, 120.0, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 40.0]),
+                            np.zeros((2, 3)), zeros, z3, pivot, up, ball, lock)
+    roll = (f > 10) & (f <= 14)
+    assert (track.weight[f <= 14] == 1.0).all() and (track.ball[(f >= 6) & (f <= 14)] == 1.0).all()
+    assert np.allclose(track.point[(f >= 6) & (f <= 14)], lock[0] + ball[0])
+    assert (track.down[f <= 10] == 1.0).all() and (track.down[roll] == 0.0).all()
+    assert (track.swing[roll] > 0.0).all() and (track.pitch[roll] > 0.0).all()
+    assert (np.diff(track.swing[(f > 10) & (f <= 20)]) >= 0.0).all()  # no restart at Ball Up
+
+
 def test_planted_foot_does_not_skate_during_a_contact():
     obj, terrain, leg = _walker("noise")
     _plant(obj, terrain)
@@ -210,3 +240,97 @@ def test_contact_operators_edit_and_relock():
     assert bpy.ops.contact_ik.contact_relock() == {"FINISHED"}
     assert bpy.ops.contact_ik.detect_contacts() == {"FINISHED"}
     assert len(limb.contacts) == count
+
+
+def _rolling_walk(obj, frames: int = 48, cycle: int = 24, stride: float = 0.35):
+    """`scenes.author_walk` with a foot that rolls over its ball before it lifts off (flat, then the heel
+    rising as the foot turns about the ball, up to 35 degrees), its ball on the floor sliding back 3% of the
+    leg over the stance, as captured feet do."""
+    from mathutils import Matrix, Vector
+
+    rig, solvers = harness.module("core.rig"), harness.module("solvers")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    leg = scenes.leg_length(obj)
+    speed = 2 * stride * leg / cycle
+    pb = obj.pose.bones
+    pelvis = pb["spine"]
+    bones = obj.data.bones
+    names = ("thigh.L", "shin.L", "thigh.R", "shin.R", "foot.L", "foot.R")
+    for name in names:
+        pb[name].rotation_mode = "QUATERNION"
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        t = f - 1
+        move = Vector((0.0, -speed * t, -0.09 * leg + 0.015 * leg * math.cos(4 * math.pi * t / cycle)))
+        pelvis.location = pelvis.bone.matrix_local.to_3x3().inverted() @ move
+        for name in names:
+            pb[name].rotation_quaternion = (1, 0, 0, 0)
+        bpy.context.view_layer.update()
+        for side, phase in (("L", 0.0), ("R", 0.5)):
+            foot, toe = f"foot.{side}", f"toe.{side}"
+            ankle0, ball0 = bones[foot].head_local, bones[toe].head_local
+            u = ((t / cycle) + phase) % 1.0
+            stance_y = -speed * (math.floor(t / cycle + phase) + 0.3 - phase) * cycle
+            slide = 0.03 * leg
+            pitch, lift, y = 0.0, 0.0, stance_y + slide * u / 0.6
+            if 0.35 <= u < 0.6:  # the heel rises, the foot turning about its ball
+                pitch = math.radians(35.0) * (u - 0.35) / 0.25
+            elif u >= 0.6:
+                s = (u - 0.6) / 0.4
+                w = 0.5 - 0.5 * math.cos(math.pi * s)
+                y = stance_y + slide * (1.0 - w) - speed * cycle * w
+                lift = 0.12 * leg * math.sin(math.pi * s)
+                pitch = math.radians(35.0) * max(0.0, 1.0 - 3.0 * s)
+            turn = Matrix.Rotation(pitch, 3, "X")  # heel up: the toes stay, the heel rises (the foot faces -Y)
+            ball = ball0 + Vector((0.0, y, lift))
+            ankle = ball + turn @ (ankle0 - ball0)
+            pose = rig.read_chain(obj, [f"thigh.{side}", f"shin.{side}"], end_bone=foot)
+            pole = pose.positions()[1] + Vector((0.0, -leg, 0.0))
+            rot = (turn.to_quaternion() @ bones[foot].matrix_local.to_quaternion())
+            sol = solvers.solve_limb(pose, obj.matrix_world @ ankle, pole=obj.matrix_world @ pole, target_rotation=rot)
+            rig.write_solution(obj, [f"thigh.{side}", f"shin.{side}"], sol, end_bone=foot)
+        for name in names:
+            pb[name].keyframe_insert("rotation_quaternion", frame=f)
+        pelvis.keyframe_insert("location", frame=f)
+    scene.frame_set(1)
+
+
+def test_a_foot_rolling_over_its_ball_keeps_its_ball_where_it_was():
+    """Issue 20 (b): while the heel rises and the foot rolls over its ball, the ball stays where it was (within
+    1% of the leg along the ground), from the flat foot through toe-off: what touches the ground is held, not
+    the ankle (which swept the ball back as the foot turned about it)."""
+    harness.reset_scene()
+    obj = scenes.metarig()
+    _rolling_walk(obj)
+    leg = scenes.leg_length(obj)
+    terrain = scenes.TERRAINS["flat"](leg)
+    setup.apply_detection(obj, LEG_LIMBS)
+    scene = bpy.context.scene
+    frames = range(scene.frame_start, scene.frame_end + 1)
+    source = {}
+    for f in frames:
+        scene.frame_set(f)
+        source[f] = {s: (obj.matrix_world @ obj.pose.bones[f"toe.{s}"].head).copy() for s in "LR"}
+    _plant(obj, terrain)
+    checked = 0
+    for side in "LR":
+        # The frames the animation has its ball on the floor (flat foot and roll), run by run.
+        low = min(source[f][side].z for f in frames)
+        still = [f for f in frames if source[f][side].z < low + 0.001 * leg]
+        runs, run = [], []
+        for f in still:
+            if run and f != run[-1] + 1:
+                runs.append(run)
+                run = []
+            run.append(f)
+        runs.append(run)
+        for run in [r for r in runs if len(r) >= 8 and r[0] > scene.frame_start + 1 and r[-1] < scene.frame_end]:
+            balls = []
+            for f in run:
+                scene.frame_set(f)
+                balls.append((obj.matrix_world @ obj.pose.bones[f"toe.{side}"].head).xy.copy())
+            drift = max((b - balls[0]).length for b in balls)
+            assert drift <= 0.01 * leg, (side, run[0], run[-1], drift / leg)
+            checked += 1
+    assert checked >= 2
