@@ -26,6 +26,10 @@ SOLE_BAND = 0.12
 # With no toe tip to be had from the rig, the toe reaches this far beyond the ball, as a fraction of the
 # ankle-to-ball distance along the ground (a human foot: about 6 cm beyond a 15 cm ankle-to-ball).
 TOE_ESTIMATE = 0.4
+# A toeless foot bone whose tail hangs under the ankle (Biovision without toes: the end site right under the
+# ankle, no reach along the ground) marks the ground with its tail, where it lies no lower than this fraction
+# of the leg (thigh and shin) under the ankle (a human ankle joint stands about 0.08 of the leg up).
+ANKLE_HEIGHT = 0.15
 
 _memo: dict[tuple[Any, ...], Sole] = {}
 
@@ -162,6 +166,16 @@ def _from_joints(obj: bpy.types.Object, foot: str, toe: str, foot_offset: float 
         base = ball if ball is not None else ankle + forward * reach_flat
         tip, estimated = base + forward * (TOE_ESTIMATE * reach_flat), True
     lows = [tip.dot(up)] + ([ball.dot(up)] if ball is not None else [])
+    if estimated and ball is None:
+        # The tail was not taken as the toe tip (it reaches down more than along the ground), but where it
+        # hangs under the ankle within an ankle's height it is where the foot meets the ground: the sole's
+        # height, though not its length (cmu_10_01's feet went 8% of the leg under the terrain).
+        drop = (ankle - last.tail_local).dot(up)
+        shin = bones[foot].parent
+        thigh = shin.parent if shin is not None else None
+        leg = (shin.length if shin is not None else 0.0) + (thigh.length if thigh is not None else 0.0)
+        if 0.0 < drop <= ANKLE_HEIGHT * leg:
+            lows.append(last.tail_local.dot(up))
     offset = max(0.0, ankle.dot(up) - min(lows)) if foot_offset is None else foot_offset
     heel = ankle - up * offset
     points = [_local(obj, foot, heel)]

@@ -557,3 +557,34 @@ def test_the_sole_from_a_skinned_mesh_is_measured_once_while_the_rig_moves(scene
     bpy.context.view_layer.update()
     lowered = anatomy.sole_of(obj, "foot.L", "toe.L")
     assert lowered is not first and lowered.offset == pytest.approx(first.offset + 0.05 / obj.matrix_world.to_scale().z, rel=1e-3)
+
+
+def test_a_toeless_foot_bone_hanging_under_the_ankle_marks_the_sole_height(scene):
+    """Biovision skeletons without toes (cmu_10_01 in ../shared/mocap) end the foot at a point right under
+    the ankle: the tail gives no toe tip (no reach along the ground) but it is where the foot meets the
+    ground, so the sole is at its height, not at the ankle's (the feet went 8% of the leg under the terrain)."""
+    anatomy = harness.module("core.anatomy")
+    arm = bpy.data.armatures.new("Biovision")
+    obj = bpy.data.objects.new("Biovision", arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    joints = {"thigh": ((0, 0, 1.0), (0, 0.02, 0.55)), "shin": ((0, 0.02, 0.55), (0, 0, 0.1)),
+              "foot": ((0, 0, 0.1), (0, 0, 0.02))}
+    parent = None
+    for name, (head, tail) in joints.items():
+        eb = arm.edit_bones.new(name)
+        eb.head, eb.tail = head, tail
+        eb.parent, parent = parent, eb
+        if eb.parent is not None:
+            eb.use_connect = True
+    bpy.ops.object.mode_set(mode="OBJECT")
+    sole = anatomy.sole_of(obj, "foot", "")
+    assert sole.offset == pytest.approx(0.08, abs=1e-6)  # from the ankle down to the tail
+    lowest = min((obj.pose.bones[b].matrix @ p).z for b, p in sole.points)
+    assert lowest == pytest.approx(0.02, abs=1e-6)
+    # A tail hanging lower than an ankle stands is not taken for the ground (a bone of arbitrary length).
+    bpy.ops.object.mode_set(mode="EDIT")
+    arm.edit_bones["foot"].tail = (0, 0, -0.5)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert anatomy.sole_of(obj, "foot", "").offset == pytest.approx(0.0, abs=1e-9)
