@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from mathutils import Matrix, Vector
 
-from .rig import local_up
+from .rig import chain_length, local_up
 
 if TYPE_CHECKING:
     import bpy
@@ -173,7 +173,7 @@ def _from_joints(obj: bpy.types.Object, foot: str, toe: str, foot_offset: float 
         drop = (ankle - last.tail_local).dot(up)
         shin = bones[foot].parent
         thigh = shin.parent if shin is not None else None
-        leg = (shin.length if shin is not None else 0.0) + (thigh.length if thigh is not None else 0.0)
+        leg = chain_length(obj, [b.name for b in (thigh, shin) if b is not None], foot)
         if 0.0 < drop <= ANKLE_HEIGHT * leg:
             lows.append(last.tail_local.dot(up))
     offset = max(0.0, ankle.dot(up) - min(lows)) if foot_offset is None else foot_offset

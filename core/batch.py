@@ -452,22 +452,20 @@ class BatchRig(RigReader):
         plane's (`model.fk_plane_pole`, every such limb's frames in one call), and whether it is the latter."""
         s, n = self.slot, self.frames
         out = {id(j): (self._pole(j.limb, shift, j.pole_shift), False) for j in jobs}
-        auto = [j.limb for j in jobs if out[id(j)][0] is None and j.limb.auto_pole and len(j.limb.chain) == 2]
+        auto = [j for j in jobs if out[id(j)][0] is None and j.limb.auto_pole and len(j.limb.chain) == 2]
         if not auto:
             return out
-        last = np.concatenate([frame[:, s[lb.chain[-1]]] for lb in auto])
+        limbs = [j.limb for j in auto]
+        last = np.concatenate([frame[:, s[lb.chain[-1]]] for lb in limbs])
         tip = np.concatenate([frame[:, s[lb.end], :3, 3] if lb.end >= 0 else
-                              xform(frame[:, s[lb.chain[-1]]], np.array([0.0, lb.tail_length, 0.0])) for lb in auto])
-        end = np.concatenate([frame[:, s[lb.end if lb.end >= 0 else lb.chain[-1]]] for lb in auto])
-        moved = np.concatenate([shift] * len(auto))
-        pole = model.fk_plane_pole(np.concatenate([frame[:, s[lb.chain[0]], :3, 3] for lb in auto]) + moved,
+                              xform(frame[:, s[lb.chain[-1]]], np.array([0.0, lb.tail_length, 0.0])) for lb in limbs])
+        end = np.concatenate([frame[:, s[lb.end if lb.end >= 0 else lb.chain[-1]]] for lb in limbs])
+        moved = np.concatenate([shift] * len(limbs))
+        pole = model.fk_plane_pole(np.concatenate([frame[:, s[lb.chain[0]], :3, 3] for lb in limbs]) + moved,
                                    last[:, :3, 3] + moved, tip + moved, end,
-                                   foot=np.repeat([lb.kind == "FOOT" and lb.end >= 0 for lb in auto], n))
-        k = 0
-        for j in jobs:
-            if out[id(j)][0] is None and j.limb.auto_pole and len(j.limb.chain) == 2:
-                out[id(j)] = (pole[k * n:(k + 1) * n], True)
-                k += 1
+                                   foot=np.repeat([lb.kind == "FOOT" and lb.end >= 0 for lb in limbs], n))
+        for k, j in enumerate(auto):
+            out[id(j)] = (pole[k * n:(k + 1) * n], True)
         return out
 
     def _solve_each(self, lb: LimbSpec, frame, rots, shift, target, target_rot, active, out, soft: bool,  # type: ignore[no-untyped-def]

@@ -382,11 +382,16 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     `kept`: what a set-up reused from frame to frame keeps (live preview's fallback, `batch._fallback_rig`,
     dropped by any edit): the contacts' values and the track over every frame around them, computed once,
     of which each frame then reads its row (the same arithmetic row by row)."""
-    if kept is not None and "track" in kept:
-        lo, track = kept["track"]
+    def row_of(lo: float, track: LockTrack) -> Optional[LockTrack]:
         if count == 1 and first == int(first) and 0 <= first - lo < len(track.weight):
             row = int(first - lo)
             return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(track).items()})
+        return None
+
+    if kept is not None and "track" in kept:
+        row = row_of(*kept["track"])
+        if row is not None:
+            return row
     cs = limb.contacts
     if not limb.use_lock or not len(cs):
         return LockTrack.none(count)
@@ -404,10 +409,12 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     extra = (pivot, up, np.where(rolls[:, None], roll[2], 0.0), roll[3])
     values += list(extra)
     lo, hi = values[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
-    if kept is None or "track" in kept or count > 1 or first != int(first) or not lo <= first <= hi or hi - lo > 20_000:
-        return _track(first + np.arange(count, dtype=np.float64), fps, *values)
-    kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values))
-    return locks_over(limb, first, count, fps, placed, kept)
+    if kept is not None and "track" not in kept and lo <= first <= hi and hi - lo <= 20_000:
+        kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values))
+        row = row_of(*kept["track"])
+        if row is not None:
+            return row
+    return _track(first + np.arange(count, dtype=np.float64), fps, *values)
 
 
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
@@ -434,30 +441,34 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     out_point = np.where(rolls[:, None], lock + ball, lock)
     out_from = np.where(rolls[:, None], ball_leave, leave)
 
-    def around(last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per frame: the first contact (in list order) it lies in (contacts ending on `last`), the one that
-        ended last before it and the one that starts first after it (the first listed among equals), -1 for
-        none."""
-        within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
-        return (np.where(within.any(1), within.argmax(1), -1),
-                np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1),
-                np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1))
-
     fade = max(1.0, FADE * fps)
+
+    def around(last: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per frame, with contacts ending on `last`: the first contact (in list order) it lies in, the one that
+        ended last before it and the one that starts first after it (the first listed among equals), -1 for
+        none; those two as indices (`p`, `n`); whether it lies between two (`both`), after the last only
+        (`only_prev`) or before the first only (`only_next`); its place across the swing between them (`t`),
+        and the fades after a lift-off and before a landing (`k_after`, `k_before`)."""
+        within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
+        inside = np.where(within.any(1), within.argmax(1), -1)
+        prev = np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1)
+        nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
+        p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
+        both = (prev >= 0) & (nxt >= 0)
+        t = np.clip((f - last[p]) / np.maximum(1.0, start[n] - last[p]), 0.0, 1.0)
+        k_after = smoothstep(1.0 - (f - last[p]) / fade)
+        k_before = smoothstep(1.0 - (start[n] - f) / fade)
+        only_prev = (prev >= 0) & (nxt < 0)
+        only_next = (prev < 0) & (nxt >= 0)
+        return inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next
+
     # Along the ground: the hold and the correction between holds.
-    held, prev, nxt = around(hold)
-    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
+    held, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(hold)
     after = out_point[p] - out_from[p]
     # What of a held ball's place the ground's turn about the ankle keeps (`model.plan_foot`) goes on into the
     # swing as the correction does: the ball held less the animation's ball from the ankle at lift-off.
     kept = np.where(rolls[:, None], ball - (ball_leave - leave), 0.0)[p]
     before = lock[n] - enter[n]
-    both = (prev >= 0) & (nxt >= 0)
-    t = np.clip((f - hold[p]) / np.maximum(1.0, start[n] - hold[p]), 0.0, 1.0)
-    k_after = smoothstep(1.0 - (f - hold[p]) / fade)
-    k_before = smoothstep(1.0 - (start[n] - f) / fade)
-    only_prev = (prev >= 0) & (nxt < 0)
-    only_next = (prev < 0) & (nxt >= 0)
     # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
     # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
     w_after = np.where(both, 1.0 - smoothstep(t), np.where(only_prev, k_after, 0.0))
@@ -471,14 +482,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     offset = np.where((held >= 0)[:, None], 0.0, offset)
     # Up the up axis (the sole put down, the hover carried, the swing's ground, its clearance and toe-up turn):
     # contacts end with the ankle's.
-    inside, prev, nxt = around(end)
-    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
-    both = (prev >= 0) & (nxt >= 0)
-    t = np.clip((f - end[p]) / np.maximum(1.0, start[n] - end[p]), 0.0, 1.0)
-    k_after = smoothstep(1.0 - (f - end[p]) / fade)
-    k_before = smoothstep(1.0 - (start[n] - f) / fade)
-    only_prev = (prev >= 0) & (nxt < 0)
-    only_next = (prev < 0) & (nxt >= 0)
+    inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(end)
     rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
                     np.where(only_prev, -drop_out[p] * k_after, np.where(only_next, -drop_in[n] * k_before, 0.0)))
     w0 = np.where(both, 1.0 - t, np.where(only_prev, k_after, np.where(only_next, k_before, 0.0)))
