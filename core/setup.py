@@ -6,17 +6,23 @@ animation), never from constants in metres, so rigs of any scale work untouched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
+
 from . import checks, contacts, detect, state
 from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
+from .contacts import fps_of
 from .errors import UserError
 from .ground import terrain_objects
-from .rig import chain_length, heel_local, settings  # noqa: F401  (heel_local: the tests' own heel)
+from .model import held_level
+from .rig import chain_length, heel_local, settings, world_scale  # noqa: F401  (heel_local: the tests' own heel)
+from .tuning import DEEP_DIP, MIN_CONTACT
 
 if TYPE_CHECKING:
     import bpy
@@ -121,25 +127,44 @@ def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length:
     return limb
 
 
-def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, samples: int = 60) -> float:
-    """The animation's floor: the lowest any sole point goes over the scene's frame range (world Z)."""
+def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, frames: int = 4000,
+                 deep: Optional[list[tuple[int, float]]] = None) -> float:
+    """The animation's floor (world Z): the lowest level the feet hold, the lowest sole point of either foot
+    staying at or below it for at least MIN_CONTACT seconds, over the scene's frame range (every frame, or
+    `frames` of them evenly spread in a longer range). A few frames lower than that (a capture's leading
+    T-pose or glitch, a landing's dip) do not make the floor: a stance lasts longer than they do. `deep`, if
+    given, gets the frames whose feet go more than DEEP_DIP x leg under it (frame, depth x leg)."""
     s = settings(obj)
     feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and lb.end_bone and limb_is_usable(obj, lb)]
     if not feet:
         return s.floor_height
     start, end = scene.frame_start, scene.frame_end
-    count = max(1, min(samples, end - start + 1))
-    frames = sorted({round(start + (end - start) * i / max(1, count - 1)) for i in range(count)})
-    lowest = None
+    step = max(1, math.ceil((end - start + 1) / max(1, frames)))
+    lows = []
     # Read as the scene evaluates it (the channels keep what live preview last wrote; only keyed ones move).
     with state.paused([obj], scene, restore=False):
-        for f in frames:
+        soles = [sole_of(obj, limb.end_bone, limb.toe_bone, limb.foot_offset) for limb in feet]
+        for f in range(start, end + 1, step):
             scene.frame_set(f)
-            for limb in feet:
-                sole = sole_of(obj, limb.end_bone, limb.toe_bone, limb.foot_offset)
-                low = min(p.z for p in sole_world(obj, sole))
-                lowest = low if lowest is None else min(lowest, low)
-    return float(lowest) if lowest is not None else s.floor_height
+            lows.append(min(p.z for sole in soles for p in sole_world(obj, sole)))
+    if not lows:
+        return s.floor_height
+    floor = float(held_level(np.asarray(lows), math.ceil(MIN_CONTACT * fps_of(scene) / step)).min())
+    if deep is not None:
+        leg = max(lb.length or 0.0 for lb in feet) * world_scale(obj)
+        deep += [(start + k * step, (floor - z) / leg) for k, z in enumerate(lows)
+                 if leg > 0.0 and floor - z > DEEP_DIP * leg]
+    return floor
+
+
+def deep_dip_warning(deep: Sequence[tuple[int, float]]) -> str:
+    """Plant Feet's note on frames far under the floor (`detect_floor`)."""
+    frames = [f for f, _d in deep]
+    span = f"frame {frames[0]}" if len(frames) == 1 else f"frames {frames[0]}-{frames[-1]}"
+    many = f" ({len(frames)} frames)" if len(frames) > 1 and frames[-1] - frames[0] + 1 != len(frames) else ""
+    return (f"{span}{many}: the feet go up to {max(d for _f, d in deep):.0%} of the leg under the floor the rest of "
+            "the animation stands on (a leading T-pose or a capture glitch?); they are not taken for the floor, and "
+            "they are planted like the rest: start the scene's frame range after them if they are not part of the shot")
 
 
 def no_limbs_message(obj: bpy.types.Object) -> str:
@@ -258,7 +283,10 @@ def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy
                 warnings.append(f"{lb.name}: its sole comes from {source}; bind the character's mesh to the armature "
                                 "(or give the toe an end bone) for a sole Contact IK does not have to guess")
     if s.auto_floor:
-        s.floor_height = detect_floor(obj, scene)
+        deep: list[tuple[int, float]] = []
+        s.floor_height = detect_floor(obj, scene, deep=deep)
+        if deep:
+            warnings.append(deep_dip_warning(deep))
     if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
         contacts.detect_contacts(obj, scene)
     return Prepared(ground, limbs, warnings)

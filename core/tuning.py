@@ -113,7 +113,8 @@ CLEAR_TILE = 64  # nodes along a tile's side (count): tiles are computed when a 
 # above LIFT_HEIGHT or faster than LIFT_SPEED.
 LAND_HEIGHT, LIFT_HEIGHT = 0.04, 0.07
 LAND_SPEED, LIFT_SPEED = 0.4, 0.8
-MIN_CONTACT = 0.08  # seconds: shorter contacts are dropped
+MIN_CONTACT = 0.08  # seconds: shorter contacts are dropped, and a level the feet hold for less is not the floor
+DEEP_DIP = 0.05  # x leg: Plant Feet warns of frames whose feet go this far under the floor (not tuned: a message)
 MIN_GAP = 0.05  # seconds: shorter gaps between contacts are closed
 FADE = 0.3  # seconds: the correction's fade before the first and after the last contact
 SWING_EASE = 0.04  # seconds (and at least 3 frames): a lifted foot's clearance over the terrain fades in and out over this

@@ -588,3 +588,36 @@ def test_a_toeless_foot_bone_hanging_under_the_ankle_marks_the_sole_height(scene
     arm.edit_bones["foot"].tail = (0, 0, -0.5)
     bpy.ops.object.mode_set(mode="OBJECT")
     assert anatomy.sole_of(obj, "foot", "").offset == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_floor_is_the_level_the_feet_hold_not_a_glitch_frame():
+    """The animation's floor is the lowest level the feet stay at for MIN_CONTACT seconds: captures that open
+    on a frame or two of garbage (the Daz-named CMU conversions start with the feet up to 1.3 legs under the
+    floor they walk on) made the whole clip hover that far over the terrain. A dip held as long as a stance
+    does count."""
+    anim = harness.module("core.anim")
+    obj, _terrain, leg = _walker("flat")
+    scene = bpy.context.scene
+    held = max(1, math.ceil(harness.module("core.tuning").MIN_CONTACT * scene.render.fps / scene.render.fps_base))
+    clean = setup.detect_floor(obj, scene)
+
+    def dip(frames):
+        """The whole rig 0.3 leg down on the first `frames` frames of the range (constant keys)."""
+        obj.location.z = 0.0
+        obj.keyframe_insert("location", index=2, frame=scene.frame_start + frames)
+        obj.location.z = -0.3 * leg
+        for f in range(scene.frame_start, scene.frame_start + frames):
+            obj.keyframe_insert("location", index=2, frame=f)
+        for fc in anim.fcurves(anim.action_of(obj), anim.slot_of(obj)):
+            if fc.data_path == "location":
+                for k in fc.keyframe_points:
+                    k.interpolation = "CONSTANT"
+        return setup.detect_floor(obj, scene)
+
+    assert dip(held - 1) == pytest.approx(clean, abs=1e-4 * leg)  # shorter than a stance: not the floor
+    deep = []
+    setup.detect_floor(obj, scene, deep=deep)  # ... but Plant Feet says so
+    assert [f for f, _d in deep] == list(range(scene.frame_start, scene.frame_start + held - 1))
+    assert deep[0][1] == pytest.approx(0.3, abs=0.05)
+    assert "30% of the leg under the floor" in setup.deep_dip_warning(deep)
+    assert dip(held) == pytest.approx(clean - 0.3 * leg, abs=0.02 * leg)  # held as long as a stance: the floor
