@@ -15,13 +15,14 @@ are the legs:
 - **contacts from the source animation**, by a detector of its own (not the one that locks): the ball or toe
   tip within 3 % of the leg of the source's floor, and the ball moving under 0.25 leg/s;
 - **penetration** beyond the source's own dip below its floor (what the capture itself does is not ours),
-  **hover** of the lowest sole point during source contacts, **skate** as the ball's horizontal drift over
-  each source contact (also in millimetres for a 0.9 m leg: viewers notice foot sliding above about 21 mm,
-  Prazak, Hoyet and O'Sullivan, SCA 2011), **pops** as peak knee and hip angular velocity and acceleration
-  beside the source's (leaving out the steps where the source itself cuts: every foot's ball jumping faster
-  than 20 leg/s at once, an NLA repeat's or a loop's seam snapping the whole body back), and the
-  **identity**: how far each sole point moves from the source's (for flat ground at the source's own
-  floor, where nothing should change), outside frames where the source itself goes below its floor.
+  **hover** of the lowest sole point during source contacts (beside the source's own on its floor), **skate**
+  as the ball's horizontal drift over each source contact (also in millimetres for a 0.9 m leg: viewers notice
+  foot sliding above about 21 mm, Prazak, Hoyet and O'Sullivan, SCA 2011), **pops** as peak knee and hip
+  angular velocity and acceleration beside the source's (leaving out the steps where the source itself cuts:
+  every foot's ball jumping faster than 20 leg/s at once, an NLA repeat's or a loop's seam snapping the whole
+  body back), and the **identity**: how far each sole point moves from the source's (for flat ground at the
+  source's own floor, where nothing should change), outside frames where the source itself goes below its
+  floor.
 """
 
 from __future__ import annotations
@@ -306,6 +307,7 @@ class FootQuality:
     penetration_skeleton_rel: float  # beyond the source's own dip below its floor
     penetration_mesh_rel: Optional[float]  # None: no mesh bound to the foot
     hover_max_rel: float
+    source_hover_max_rel: float  # the source's own, on its floor, over the same contacts
     skate_max_rel: float
     skate_max_mm: float  # at human scale (a 0.9 m leg)
     source_skate_max_rel: float
@@ -360,10 +362,12 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             src_mesh_dip = _depth(src.mesh, floor).max()
             pen_mesh = max(0.0, _nanmax(_depth(got.mesh, ground)) - src_mesh_dip) / leg
         heights = got.skeleton()[..., 2] - ground.heights(got.skeleton())
-        hover, skate, src_skate = 0.0, 0.0, 0.0
+        src_heights = src.skeleton()[..., 2].min(axis=1) - floor.z
+        hover, src_hover, skate, src_skate = 0.0, 0.0, 0.0, 0.0
         for a, b in contacts:
             low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain
             hover = max(hover, _nanmax(np.where(np.isfinite(low), low, np.nan)))
+            src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
             skate = max(skate, float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max()))
             src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
         # The identity is judged outside frames where the source goes below its floor or skates: in a
@@ -379,8 +383,8 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         hv, _ = angular_peaks(got.hip, fps, cut)
         shv, _ = angular_peaks(src.hip, fps, cut)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
-                               skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka, ska, hv, shv,
-                               identity / leg))
+                               src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
+                               ska, hv, shv, identity / leg))
     return out
 
 

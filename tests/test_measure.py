@@ -72,6 +72,25 @@ def test_what_the_source_does_itself_is_not_counted_against_us():
     assert q.skate_max_rel == pytest.approx(0.0) and q.source_skate_max_rel == pytest.approx(0.05)
 
 
+def test_hover_is_shown_beside_the_sources_own():
+    """Hover is the lowest sole point's height during source contacts, ours over the terrain beside the
+    source's over its floor: a source standing above its floor shows it (ours put down, or not)."""
+    source = {"L": _walk_samples()}
+    for s in (source["L"].heel, source["L"].ball, source["L"].tip):
+        s[:30, 2] += 0.02  # the planted foot 2% of the leg over the floor it stands on
+    floor = measure.source_floor(source)
+    kept = measure.compare(source, {"L": _walk_samples()}, {"L": LEG}, measure.Plane(0.0), FPS)[0]
+    assert kept.source_contacts == 1
+    assert kept.source_hover_max_rel == pytest.approx(0.02 - floor, abs=1e-9)
+    assert kept.hover_max_rel == pytest.approx(0.0, abs=1e-9)  # ours on the terrain at 0
+    up = {"L": _walk_samples()}
+    for s in (up["L"].heel, up["L"].ball, up["L"].tip):
+        s[:30, 2] += 0.05
+    lifted = measure.compare(source, up, {"L": LEG}, measure.Plane(0.0), FPS)[0]
+    assert lifted.hover_max_rel == pytest.approx(0.05, abs=1e-9)
+    assert lifted.source_hover_max_rel == pytest.approx(kept.source_hover_max_rel)
+
+
 def test_pops_are_not_counted_across_a_cut_in_the_source():
     """Where the source itself cuts (an NLA repeat's seam snapping the body back: every ball jumps at once),
     the knee's change on that step is not a pop, in the source or in ours; a knee snapping anywhere else is."""

@@ -322,7 +322,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             "space; contacts from the source animation by a detector of its own (ball or toe tip within 3 % of the leg "
             "of the source's floor, ball under 0.25 leg/s); penetration of the skeleton's ball and toe tip and of "
             "a bound mesh's sole vertices, by ray cast onto the terrain, beyond the source's own dip below its floor; "
-            "hover of the lowest sole point during source contacts; skate as the ball's drift over each source contact "
+            "hover of the lowest sole point during source contacts (beside the source's own over its floor); "
+            "skate as the ball's drift over each source contact "
             "(and in mm for a 0.9 m leg: sliding is noticed above about 21 mm); knee and hip peak angular velocity over "
             "the source's; identity: the largest move of a sole point from the source's, judged on flat ground only "
             "(outside frames where the source goes below its floor or skates). A foot with no source contact is not "
@@ -330,7 +331,7 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             f"Targets: penetration <= {INDEPENDENT_TARGETS['penetration']:.1%}, hover <= {INDEPENDENT_TARGETS['hover']:.0%}, "
             f"skate <= {INDEPENDENT_TARGETS['skate']:.0%}, knee and hip <= {INDEPENDENT_TARGETS['pops']}x, identity on "
             f"flat <= {INDEPENDENT_TARGETS['identity']:.1%}.", "",
-            "| clip | half | terrain | foot | source contacts | penetration (skeleton / mesh) | hover max | skate max "
+            "| clip | half | terrain | foot | source contacts | penetration (skeleton / mesh) | hover max / source's | skate max "
             "(mm at 0.9 m) / source's | knee | hip | identity | targets |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -343,7 +344,7 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             out.append(
                 f"| {r['clip'] if i == 0 else ''} | {corpus.half(r['clip']) if i == 0 else ''} | "
                 f"{r['terrain'] if i == 0 else ''} | {f['limb']} | {q['source_contacts']} | "
-                f"{q['penetration_skeleton_rel']:.2%} / {mesh} | {q['hover_max_rel']:.2%} | "
+                f"{q['penetration_skeleton_rel']:.2%} / {mesh} | {q['hover_max_rel']:.2%} / {q['source_hover_max_rel']:.2%} | "
                 f"{q['skate_max_rel']:.2%} ({q['skate_max_mm']:.0f} mm) / {q['source_skate_max_rel']:.2%} | "
                 f"{q['knee_ratio']:.2f}x | {q['hip_ratio']:.2f}x | {q['identity_max_rel']:.2%} | "
                 f"{('all met' if not missed else 'missed: ' + ', '.join(missed)) if i == 0 else ''} |")
