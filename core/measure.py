@@ -15,14 +15,14 @@ are the legs:
 - **contacts from the source animation**, by a detector of its own (not the one that locks): the ball or toe
   tip within 3 % of the leg of the source's floor, and the ball moving under 0.25 leg/s;
 - **penetration** beyond the source's own dip below its floor (what the capture itself does is not ours),
-  **hover** of the lowest sole point during source contacts (beside the source's own on its floor), **skate**
-  as the ball's horizontal drift over each source contact (also in millimetres for a 0.9 m leg: viewers notice
-  foot sliding above about 21 mm, Prazak, Hoyet and O'Sullivan, SCA 2011), **pops** as peak knee and hip
-  angular velocity and acceleration beside the source's (leaving out the steps where the source itself cuts:
-  every foot's ball jumping faster than 20 leg/s at once, an NLA repeat's or a loop's seam snapping the whole
-  body back), and the **identity**: how far each sole point moves from the source's (for flat ground at the
-  source's own floor, where nothing should change), outside frames where the source itself goes below its
-  floor.
+  **hover** of the lowest sole point (heel, ball, toe tip, and the mesh's sole where bound) during source
+  contacts (beside the source's own on its floor), **skate** as the ball's horizontal drift over each source
+  contact (also in millimetres for a 0.9 m leg: viewers notice foot sliding above about 21 mm, Prazak, Hoyet
+  and O'Sullivan, SCA 2011), **pops** as peak knee and hip angular velocity and acceleration beside the
+  source's (leaving out the steps where the source itself cuts: every foot's ball jumping faster than 20 leg/s
+  at once, an NLA repeat's or a loop's seam snapping the whole body back), and the **identity**: how far each
+  sole point moves from the source's (for flat ground at the source's own floor, where nothing should change),
+  outside frames where the source itself goes below its floor.
 """
 
 from __future__ import annotations
@@ -80,6 +80,11 @@ class Samples:
         """The skeleton's own sole points, as issue 20 defines them: the ball and the toe tip. (The heel
         here is derived, not a joint: it is recorded, not judged.)"""
         return np.stack([self.ball, self.tip], axis=1)
+
+    def sole(self) -> np.ndarray:
+        """Every sole point of the skeleton, for hover: the heel, the ball and the toe tip (frames x 3 x 3). A
+        foot standing on its heel with its toes up (a stylised walk, a heel strike) stands on the ground."""
+        return np.stack([self.heel, self.ball, self.tip], axis=1)
 
 
 class Ground:
@@ -358,11 +363,16 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         src_dip = _depth(src.skeleton(), floor).max(axis=0)  # per sole point, over the clip
         pen = np.maximum(0.0, np.nan_to_num(_depth(got.skeleton(), ground), nan=0.0).max(axis=0) - src_dip).max()
         pen_mesh = None
+        # Hover: the lowest sole point over the terrain (nan where there is none), every sole point: the
+        # skeleton's heel, ball and toe tip, and the bound mesh's sole where there is one.
+        heights = got.sole()[..., 2] - ground.heights(got.sole())
+        src_heights = src.sole()[..., 2].min(axis=1) - floor.z
         if got.mesh is not None and src.mesh is not None:
             src_mesh_dip = _depth(src.mesh, floor).max()
-            pen_mesh = max(0.0, _nanmax(_depth(got.mesh, ground)) - src_mesh_dip) / leg
-        heights = got.skeleton()[..., 2] - ground.heights(got.skeleton())
-        src_heights = src.skeleton()[..., 2].min(axis=1) - floor.z
+            mesh_heights = got.mesh[..., 2] - ground.heights(got.mesh)
+            pen_mesh = max(0.0, _nanmax(np.maximum(0.0, -mesh_heights)) - src_mesh_dip) / leg
+            heights = np.concatenate([heights, mesh_heights], axis=1)
+            src_heights = np.minimum(src_heights, src.mesh[..., 2].min(axis=1) - floor.z)
         hover, src_hover, skate, src_skate = 0.0, 0.0, 0.0, 0.0
         for a, b in contacts:
             low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain

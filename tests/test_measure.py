@@ -89,6 +89,15 @@ def test_hover_is_shown_beside_the_sources_own():
     lifted = measure.compare(source, up, {"L": LEG}, measure.Plane(0.0), FPS)[0]
     assert lifted.hover_max_rel == pytest.approx(0.05, abs=1e-9)
     assert lifted.source_hover_max_rel == pytest.approx(kept.source_hover_max_rel)
+    # A foot on its heel with its toes up (a stylised walk) stands on the ground: the heel is a sole point.
+    heel_down = {"L": _walk_samples()}
+    for s in (heel_down["L"].ball, heel_down["L"].tip):
+        s[:30, 2] += 0.03
+    (q,) = measure.compare(heel_down, heel_down, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.source_contacts == 1 and q.hover_max_rel == pytest.approx(0.0, abs=1e-9)
+    heel_down["L"].heel[:30, 2] += 0.02  # the heel up too: the foot hovers
+    (q,) = measure.compare(heel_down, heel_down, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.hover_max_rel == pytest.approx(0.02, abs=1e-9)
 
 
 def test_pops_are_not_counted_across_a_cut_in_the_source():
