@@ -334,3 +334,23 @@ def test_a_foot_rolling_over_its_ball_keeps_its_ball_where_it_was():
             assert drift <= 0.01 * leg, (side, run[0], run[-1], drift / leg)
             checked += 1
     assert checked >= 2
+
+
+def test_a_foot_turning_on_its_ball_holds_its_ball():
+    """A stance that turns in place on the ball (the heel swinging round it) and lifts off whole holds the
+    ball, not the ankle: held at the ankle, the ball swept 6% of the leg (cmu_131_01, a walk that stops and
+    turns). A foot turning on its heel (the ankle still, the ball swinging) keeps the ankle held."""
+    n = 40
+    angle = np.linspace(0.0, math.radians(40.0), n)
+    ball = np.tile([0.0, 0.2, 0.0], (n, 1))  # still
+    ankle = ball - 0.2 * np.stack([np.sin(angle), np.cos(angle), np.zeros(n)], 1)  # swinging round it
+    down = np.ones(n, dtype=bool)
+    down[-3:] = False  # the foot lifts off whole: its ball is up on the contact's last frames
+    assert contacts.roll_of(down, 0, n - 1, n - 1) is None  # not a roll onto the toes...
+    assert contacts.turn_on_ball({"ball": ball, "ankle": ankle}, down, 0, n - 1) == (0, n - 1)  # ...a turn on it
+    late = down.copy()
+    late[:5] = False  # the ball comes down after the heel: held from then
+    assert contacts.turn_on_ball({"ball": ball, "ankle": ankle}, late, 0, n - 1) == (5, n - 1)
+    on_heel = {"ankle": np.tile([0.0, 0.0, 0.0], (n, 1)), "ball": ankle + (ball - ankle) * 2.0}
+    assert contacts.turn_on_ball(on_heel, down, 0, n - 1) is None
+    assert contacts.turn_on_ball({"ball": ball, "ankle": ankle}, np.zeros(n, dtype=bool), 0, n - 1) is None
