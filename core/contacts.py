@@ -113,16 +113,16 @@ def _contact_runs(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
 
 
 def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
-    """Per foot limb (by index): ankle positions, lowest sole height above the floor and the lowest sole
-    point's speed, over frames [start, end] of the animation (live preview off), all in world space: root
-    motion on the object or a parent moves the feet as the viewer sees them, and a planted foot stays put."""
+    """Per foot limb (by index): ankle positions, the lowest sole point and the ankle's speed, over frames
+    [start, end] of the animation (live preview off), all in world space: root motion on the object or a
+    parent moves the feet as the viewer sees them, and a planted foot stays put. Nothing here depends on the
+    animation's floor, so one sweep gives both the floor (`setup.floor_of`) and the contacts."""
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
     n = end - start + 1
-    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "height": np.empty(n), "drop": np.empty(n),
-               "heel": np.empty((n, 3)), "toe": np.empty((n, 3)), "ball": np.empty((n, 3)), "front": np.empty(n),
-               "front_z": np.empty(n)}
+    out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "heel": np.empty((n, 3)), "toe": np.empty((n, 3)),
+               "ball": np.empty((n, 3)), "front_z": np.empty(n)}
            for i, _lb in feet}
     with state.paused([obj], scene):
         soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
@@ -138,14 +138,11 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d["heel"][k] = pts[0]
                 d["toe"][k] = pts[-1]
                 d["sole"][k] = low
-                d["drop"][k] = low.z - s.floor_height
-                d["height"][k] = d["ankle"][k][2] - s.floor_height  # the ankle: locked while it rests
                 # The ball (the toe bone's head; the toe tip without a toe bone, as `batch` holds it): held while
                 # the foot rolls over it; the front of the foot (the lower of the ball and the toe tip) tells
                 # when it is down.
                 d["ball"][k] = mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[-1]
                 d["front_z"][k] = min(d["ball"][k][2], pts[-1].z)
-                d["front"][k] = d["front_z"][k] - s.floor_height
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps
@@ -163,7 +160,7 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
 
 
 def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
-    """Per frame, whether the ball is down: the front of the foot (`sample_feet`) within ROLL_HEIGHT x leg of
+    """Per frame, whether the ball is down: the front of the foot (`sample_feet`'s "front_z") within ROLL_HEIGHT x leg of
     its own lowest height within BASELINE_WINDOW seconds, and the ball slower along the ground than ROLL_SPEED x
     leg per second (`sample_feet`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
     n = len(front)
@@ -209,12 +206,13 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
 
 
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
-                    end: Optional[int] = None) -> int:
-    """Replace every foot's contacts with those found in the animation; the number found."""
+                    end: Optional[int] = None, samples: Optional[dict[int, dict[str, np.ndarray]]] = None) -> int:
+    """Replace every foot's contacts with those found in the animation (`samples`: `sample_feet` over
+    start..end, already taken); the number found."""
     s = settings(obj)
     start = scene.frame_start if start is None else start
     end = scene.frame_end if end is None else end
-    samples = sample_feet(obj, scene, start, end)
+    samples = sample_feet(obj, scene, start, end) if samples is None else samples
     fps = fps_of(scene)
     total = 0
     scale = world_scale(obj)
@@ -231,8 +229,8 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         limb.contact_range = (start, end)
         limb.range_ankles = tuple(d["ankle"][0]) + tuple(d["ankle"][-1])
         last = -1
-        found = find_contacts(d["height"], d["speed"], leg, fps, d["still"])
-        down = ball_down(d["front"], d["ball_speed"], leg, fps)
+        found = find_contacts(d["ankle"][:, 2], d["speed"], leg, fps, d["still"])  # the ankle: locked while it rests
+        down = ball_down(d["front_z"], d["ball_speed"], leg, fps)
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -248,7 +246,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            _fill(c, d, a, b, roll_of(down, a, b, limit, toes) or turn_on_ball(d, down, a, b))
+            _fill(c, d, a, b, s.floor_height, held_ball(d, down, toes, a, b, limit))
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
@@ -270,15 +268,23 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down = ball_down(d["front"], d["ball_speed"], leg, fps)
+    down = ball_down(d["front_z"], d["ball_speed"], leg, fps)
     toes = tiptoe(d, leg)
+    floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         if b >= a:
             later = [s0 - start for s0 in starts if s0 > c.end]
             limit = min(later) - 1 if later else len(down) - 1
-            _fill(c, d, a, b, roll_of(down, a, b, limit, toes) or turn_on_ball(d, down, a, b))
+            _fill(c, d, a, b, floor, held_ball(d, down, toes, a, b, limit))
+
+
+def held_ball(d: dict[str, np.ndarray], down: np.ndarray, toes: np.ndarray, a: int, b: int,
+              limit: int) -> Optional[tuple[int, int]]:
+    """The frames (first, last) a contact a..b holds its ball on: a roll onto the toes (`roll_of`), else a
+    turn on the ball (`turn_on_ball`); None: it holds its ankle. `limit`: the frame before the next contact."""
+    return roll_of(down, a, b, limit, toes) or turn_on_ball(d, down, a, b)
 
 
 def turn_on_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int) -> Optional[tuple[int, int]]:
@@ -297,9 +303,10 @@ def turn_on_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int) -> 
     return (p, b) if drift("ball") < drift("ankle") else None
 
 
-def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple[int, int]] = None) -> None:
-    """A contact's lock point, ankle at landing and lift-off, hovers and footprint from the samples of its
-    frames a..b (`sample_feet`), and the frames `roll` (first, last; `roll_of`) it holds its ball on."""
+def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: Optional[tuple[int, int]] = None) -> None:
+    """A contact's lock point, ankle at landing and lift-off, hovers over the animation's `floor` and footprint
+    from the samples of its frames a..b (`sample_feet`), and the frames `roll` (first, last; `held_ball`) it
+    holds its ball on."""
     lock = d["ankle"][a:b + 1].mean(axis=0)
     c.lock = tuple(lock)
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
@@ -322,7 +329,7 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, roll: Optional[tuple
     else:
         c.pivot = c.roll = c.end
         c.ball, c.ball_leave = (0.0, 0.0, 0.0), tuple(d["ball"][b])
-    c.drop_in, c.drop_out = float(d["drop"][a]), float(d["drop"][b])  # up the up axis it lifts off at End
+    c.drop_in, c.drop_out = float(d["sole"][a, 2] - floor), float(d["sole"][b, 2] - floor)  # up the up axis it lifts off at End
     # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
     # of the contact through Ball Up, each relative to the ankle on its frame (where they are when the ankle
     # stays at the lock point): a foot rolling onto its toes or turning in place still keeps all of it on one

@@ -181,19 +181,14 @@ def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
     return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
 
 
-def held_level(values: np.ndarray, width: int) -> np.ndarray:
-    """`values` with every dip narrower than `width` rows filled: per row, the lowest level that a run of
-    `width` consecutive rows holding it stays at or below (a closing). A level a foot stands on lasts a
-    stance; a capture's glitch a frame or two deep under its floor is not one."""
+def held_floor(values: np.ndarray, width: int) -> float:
+    """The lowest level that `width` consecutive `values` all stay at or below: the level a foot stands on for
+    a stance, which a capture's glitch a frame or two deep under its floor is not."""
     from numpy.lib.stride_tricks import sliding_window_view
 
     v = np.asarray(values, dtype=np.float64)
     w = min(max(1, int(width)), len(v))
-    if w <= 1:
-        return v.copy()
-    runs = sliding_window_view(v, w).max(1)  # the run starting at each row
-    padded = np.concatenate((np.full(w - 1, np.inf), runs, np.full(w - 1, np.inf)))
-    return sliding_window_view(padded, w).min(1)  # type: ignore[no-any-return]  # the runs holding each row
+    return float(sliding_window_view(v, w).max(1).min())
 
 
 def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,

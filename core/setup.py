@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from . import checks, contacts, detect, state
-from .anatomy import sole_of, sole_world
-from .checks import limb_is_usable
+from .anatomy import sole_of
 from .contacts import fps_of
 from .errors import UserError
 from .ground import terrain_objects
-from .model import held_level
+from .model import held_floor
 from .rig import chain_length, heel_local, settings, world_scale  # noqa: F401  (heel_local: the tests' own heel)
 from .tuning import DEEP_DIP, MIN_CONTACT
 
@@ -127,32 +126,24 @@ def add_limb(obj: bpy.types.Object, kind: str, end_bone: str = "", chain_length:
     return limb
 
 
-def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, frames: int = 4000,
-                 deep: Optional[list[tuple[int, float]]] = None) -> float:
+def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, deep: Optional[list[tuple[int, float]]] = None,
+                 samples: Optional[dict[int, dict[str, np.ndarray]]] = None) -> float:
     """The animation's floor (world Z): the lowest level the feet hold, the lowest sole point of either foot
-    staying at or below it for at least MIN_CONTACT seconds, over the scene's frame range (every frame, or
-    `frames` of them evenly spread in a longer range). A few frames lower than that (a capture's leading
-    T-pose or glitch, a landing's dip) do not make the floor: a stance lasts longer than they do. `deep`, if
-    given, gets the frames whose feet go more than DEEP_DIP x leg under it (frame, depth x leg)."""
+    staying at or below it for at least MIN_CONTACT seconds, over every frame of the scene's range (`samples`:
+    `contacts.sample_feet` over it, already taken). A few frames lower than that (a capture's leading T-pose
+    or glitch, a landing's dip) do not make the floor: a stance lasts longer than they do. `deep`, if given,
+    gets the frames whose feet go more than DEEP_DIP x leg under it (frame, depth x leg)."""
     s = settings(obj)
-    feet = [lb for lb in s.limbs if lb.kind == "FOOT" and lb.enabled and lb.end_bone and limb_is_usable(obj, lb)]
-    if not feet:
+    start = scene.frame_start
+    if samples is None:
+        samples = contacts.sample_feet(obj, scene, start, scene.frame_end)
+    if not samples or not len(next(iter(samples.values()))["sole"]):
         return s.floor_height
-    start, end = scene.frame_start, scene.frame_end
-    step = max(1, math.ceil((end - start + 1) / max(1, frames)))
-    lows = []
-    # Read as the scene evaluates it (the channels keep what live preview last wrote; only keyed ones move).
-    with state.paused([obj], scene, restore=False):
-        soles = [sole_of(obj, limb.end_bone, limb.toe_bone, limb.foot_offset) for limb in feet]
-        for f in range(start, end + 1, step):
-            scene.frame_set(f)
-            lows.append(min(p.z for sole in soles for p in sole_world(obj, sole)))
-    if not lows:
-        return s.floor_height
-    floor = float(held_level(np.asarray(lows), math.ceil(MIN_CONTACT * fps_of(scene) / step)).min())
+    lows = np.min([d["sole"][:, 2] for d in samples.values()], axis=0)
+    floor = held_floor(lows, math.ceil(MIN_CONTACT * fps_of(scene)))
     if deep is not None:
-        leg = max(lb.length or 0.0 for lb in feet) * world_scale(obj)
-        deep += [(start + k * step, (floor - z) / leg) for k, z in enumerate(lows)
+        leg = max(s.limbs[i].length or 0.0 for i in samples) * world_scale(obj)
+        deep += [(start + k, (floor - float(z)) / leg) for k, z in enumerate(lows)
                  if leg > 0.0 and floor - z > DEEP_DIP * leg]
     return floor
 
@@ -282,11 +273,14 @@ def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy
             if "estimated" in source:
                 warnings.append(f"{lb.name}: its sole comes from {source}; bind the character's mesh to the armature "
                                 "(or give the toe an end bone) for a sole Contact IK does not have to guess")
+    # One sweep over the animation gives both the floor and the contacts.
+    find = not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT")
+    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end) if s.auto_floor or find else None
     if s.auto_floor:
         deep: list[tuple[int, float]] = []
-        s.floor_height = detect_floor(obj, scene, deep=deep)
+        s.floor_height = detect_floor(obj, scene, deep=deep, samples=samples)
         if deep:
             warnings.append(deep_dip_warning(deep))
-    if not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"):
-        contacts.detect_contacts(obj, scene)
+    if find:
+        contacts.detect_contacts(obj, scene, samples=samples)
     return Prepared(ground, limbs, warnings)
