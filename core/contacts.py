@@ -247,6 +247,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
                 found[k:k + 2] = [(a, found[k + 1][1])]
             else:
                 k += 1
+        found = landed_on_toes(found, down, toes)
         for k, (a, b) in enumerate(found):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
@@ -283,6 +284,21 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
             later = [s0 - start for s0 in starts if s0 > c.end]
             limit = min(later) - 1 if later else len(down) - 1
             _fill(c, d, a, b, floor, held_ball(d, down, toes, a, b, limit))
+
+
+def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:
+    """Contacts (first, last frame) starting where the foot lands on its toes: a contact whose foot has its
+    ball `down` and its heel up (`toes`, `tiptoe`) on the frames right before its ankle comes to rest starts as
+    the ball lands, so the ball is held from then (`held_ball`), not left to slide until the ankle stops (a
+    jump's landing: cmu_16_01's ball slid 2.8% of the leg, fair1_jumping's 12% over stairs). Never back into
+    the contact before."""
+    out: list[tuple[int, int]] = []
+    for a, b in found:
+        first = out[-1][1] + 1 if out else 0
+        while a - 1 >= first and down[a - 1] and toes[a - 1]:
+            a -= 1
+        out.append((a, b))
+    return out
 
 
 def held_ball(d: dict[str, np.ndarray], down: np.ndarray, toes: np.ndarray, a: int, b: int,

@@ -393,3 +393,17 @@ def test_a_turn_on_the_ball_runs_on_into_the_roll():
     on_heel = {"ankle": np.tile([0.0, 0.0, 0.0], (n, 1)), "ball": ankle + (ball - ankle) * 2.0}
     assert contacts.held_ball(on_heel, down, toes, 0, 43, n - 1) == (42, 44)
     assert contacts.held_ball(d, down, np.zeros(n, dtype=bool), 0, 41, 41) == (10, 41)  # no roll: the turn
+
+
+def test_a_foot_landing_on_its_toes_is_held_from_when_its_ball_lands():
+    """A contact (found from the ankle coming to rest) whose foot lands on its toes first (its ball down, its
+    heel still up) starts on the frame the ball lands, so the ball is held from then, not left to slide until
+    the ankle stops; a heel strike (the ball not yet down) starts with the ankle, and no contact reaches back
+    into the one before it."""
+    n = 50
+    down = np.zeros(n, dtype=bool)
+    toes = np.zeros(n, dtype=bool)
+    down[12:40], toes[12:20] = True, True  # the ball lands at 12, the heel comes down at 20
+    assert contacts.landed_on_toes([(20, 40)], down, toes) == [(12, 40)]
+    assert contacts.landed_on_toes([(20, 40)], down, np.zeros(n, dtype=bool)) == [(20, 40)]  # heel first
+    assert contacts.landed_on_toes([(2, 14), (20, 40)], down, toes) == [(2, 14), (15, 40)]
