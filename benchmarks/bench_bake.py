@@ -81,8 +81,7 @@ def build_scene(frames: int) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     s = obj.contact_ik
     s.terrain = terrain
     # What Plant Feet does: the animation's floor and the feet's contacts (foot locking in the bake).
-    s.floor_height = setup.detect_floor(obj, scene)
-    harness.module("core.contacts").detect_contacts(obj, scene)
+    setup.floor_and_contacts(obj, scene)
     targets = []
     for side in "LR":
         shoulder = obj.matrix_world @ obj.pose.bones[f"upper_arm.{side}"].head

@@ -72,12 +72,10 @@ def build(count: int, frames: int, rig: str = "lean") -> list[bpy.types.Object]:
     terrain = scenes.noise(leg, amplitude=0.05, segments=150, size=max(4.0, 1.5 * side + 4.0))
     setup = common.module("core.setup")
     detect = common.module("core.detect")
-    contacts = common.module("core.contacts")
     setup.apply_detection(first, detect.detect_limbs(detect.bones_from_armature(first)))
     s = first.contact_ik
     s.terrain = terrain
-    s.floor_height = setup.detect_floor(first, scene)
-    contacts.detect_contacts(first, scene)
+    setup.floor_and_contacts(first, scene)
     rigs = [first]
     for _ in range(1, count):
         o = first.copy()

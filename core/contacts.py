@@ -116,7 +116,7 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     """Per foot limb (by index): ankle positions, the lowest sole point and the ankle's speed, over frames
     [start, end] of the animation (live preview off), all in world space: root motion on the object or a
     parent moves the feet as the viewer sees them, and a planted foot stays put. Nothing here depends on the
-    animation's floor, so one sweep gives both the floor (`setup.floor_of`) and the contacts."""
+    animation's floor, so one sweep gives both the floor and the contacts (`setup.floor_and_contacts`)."""
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]

@@ -137,7 +137,7 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, deep: Optional[l
     start = scene.frame_start
     if samples is None:
         samples = contacts.sample_feet(obj, scene, start, scene.frame_end)
-    if not samples or not len(next(iter(samples.values()))["sole"]):
+    if not samples or scene.frame_end < start:
         return s.floor_height
     lows = np.min([d["sole"][:, 2] for d in samples.values()], axis=0)
     floor = held_floor(lows, math.ceil(MIN_CONTACT * fps_of(scene)))
@@ -146,6 +146,19 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, deep: Optional[l
         deep += [(start + k, (floor - float(z)) / leg) for k, z in enumerate(lows)
                  if leg > 0.0 and floor - z > DEEP_DIP * leg]
     return floor
+
+
+def floor_and_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, floor: bool = True, find: bool = True,
+                       deep: Optional[list[tuple[int, float]]] = None) -> None:
+    """The animation's floor (`detect_floor`, with `floor`; `deep` as there) and every foot's contacts
+    (`contacts.detect_contacts`, with `find`), from one sweep over the scene's frame range."""
+    if not (floor or find):
+        return
+    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end)
+    if floor:
+        settings(obj).floor_height = detect_floor(obj, scene, deep=deep, samples=samples)
+    if find:
+        contacts.detect_contacts(obj, scene, samples=samples)
 
 
 def deep_dip_warning(deep: Sequence[tuple[int, float]]) -> str:
@@ -273,14 +286,9 @@ def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy
             if "estimated" in source:
                 warnings.append(f"{lb.name}: its sole comes from {source}; bind the character's mesh to the armature "
                                 "(or give the toe an end bone) for a sole Contact IK does not have to guess")
-    # One sweep over the animation gives both the floor and the contacts.
-    find = not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT")
-    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end) if s.auto_floor or find else None
-    if s.auto_floor:
-        deep: list[tuple[int, float]] = []
-        s.floor_height = detect_floor(obj, scene, deep=deep, samples=samples)
-        if deep:
-            warnings.append(deep_dip_warning(deep))
-    if find:
-        contacts.detect_contacts(obj, scene, samples=samples)
+    deep: list[tuple[int, float]] = []
+    floor_and_contacts(obj, scene, floor=s.auto_floor, find=not any(lb.contacts for lb in s.limbs if lb.kind == "FOOT"),
+                       deep=deep)
+    if deep:
+        warnings.append(deep_dip_warning(deep))
     return Prepared(ground, limbs, warnings)

@@ -180,9 +180,7 @@ def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
     cli.ensure_limbs(obj)
     scene = bpy.context.scene
     s = obj.contact_ik
-    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end)  # one sweep, as Plant Feet
-    s.floor_height = setup.detect_floor(obj, scene, samples=samples)
-    contacts.detect_contacts(obj, scene, samples=samples)
+    setup.floor_and_contacts(obj, scene)  # as Plant Feet: one sweep
     leg = max(lb.length for lb in s.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
     floor_z = s.floor_height  # world Z
     terrain = build_terrain(kind, clip_path(obj, scene, floor_z), leg)
