@@ -126,7 +126,8 @@ def test_pops_are_not_counted_across_a_cut_in_the_source():
 
 def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
     """The metarig's clean walk (tests/scenes.py) baked on flat ground at its floor, with a box skinned to
-    each foot: the independent figures exist for the skeleton and the mesh, and the identity holds."""
+    each foot: the independent figures exist for the skeleton and the mesh, and the identity holds (issue 20,
+    kind g: a clean walk comes back as it went in, every sole point within 0.5% of the leg)."""
     obj = scenes.metarig()
     scenes.author_walk(obj)
     leg = scenes.leg_length(obj)
@@ -137,6 +138,8 @@ def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
         fb = obj.data.bones[f"foot.{side}"]
         box.scale = (0.08, 0.25, 0.05)
         box.location = obj.matrix_world @ ((fb.head_local + obj.data.bones[f"toe.{side}"].tail_local) / 2)
+        # Its sole level with the toe's tip, as a foot's mesh reaches the ground the skeleton stands on.
+        box.location.z = (obj.matrix_world @ obj.data.bones[f"toe.{side}"].tail_local).z + 0.025
         bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
         group = box.vertex_groups.new(name=f"foot.{side}")
         group.add([v.index for v in box.data.vertices], 1.0, "REPLACE")
@@ -146,6 +149,14 @@ def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
     terrain.select_set(True)
     assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
     frames = list(range(bpy.context.scene.frame_start, bpy.context.scene.frame_end + 1))
+    # The animation's own floor, as the independent measure finds it from the source (nothing from the model);
+    # the ground goes there and the feet are planted again.
+    with measure.playing_source(obj, bpy.context.scene):
+        floor = measure.source_floor(measure.sample(obj, measure.feet_of(obj), frames, bpy.context.scene))
+    assert floor > 0.01 * leg  # the walk's soles stand above the world origin: z = 0 is not its floor
+    terrain.location.z = floor
+    bpy.context.view_layer.update()
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
     bake.BakeJob([obj], frames[0], frames[-1], bpy.context.scene).finish()
     feet = measure.measure(obj, [terrain], frames, bpy.context.scene)
     assert [q.limb for q in feet] == ["Left Leg", "Right Leg"]
@@ -154,3 +165,14 @@ def test_a_baked_walk_on_its_own_flat_floor_measured_independently(scene):
         assert q.source_contacts >= 1
         assert q.penetration_mesh_rel is not None  # the boxes are bound to the feet
         assert q.knee_velocity_source > 0.0
+        assert q.identity_max_rel <= 0.005, q  # the clean walk comes back as it went in
+        assert q.penetration_rel <= 0.005, q  # skeleton and mesh
+    # The same walk planted on ground 2% of the leg under its floor moves every sole point down by that much:
+    # the identity sees it.
+    assert bpy.ops.contact_ik.use_source_action() == {"FINISHED"}
+    terrain.location.z -= 0.02 * leg
+    bpy.context.view_layer.update()
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    bake.BakeJob([obj], frames[0], frames[-1], bpy.context.scene).finish()
+    for q in measure.measure(obj, [terrain], frames, bpy.context.scene):
+        assert q.identity_max_rel == pytest.approx(0.02, abs=0.002), q
