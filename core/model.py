@@ -47,7 +47,6 @@ from .tuning import (
     SOFT_LOOSE,
     SOFT_REACH,
     SOFT_STEPS,
-    SOLE_DOWN,
     STRAIGHT,
     SWING_LIFT,
     SWING_LIFTED,
@@ -195,8 +194,10 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
                     fps: float, leg: Any) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
-    frames, `pinned` ones (in a contact, a sole the animation has on its floor, the ground less than ANCHORED
-    from the contacts around, no plan) read as they are and kept. What the Gaussian would move a pinned frame by
+    frames, `pinned` ones (in a contact, the ground less than ANCHORED from the contacts around, no plan)
+    read as they are and kept; a sole the animation has on its floor outside a contact is not pinned (kept
+    exactly, a toe crossing a step edge as it pushed off stepped the foot by the riser in one frame). What
+    the Gaussian would move a pinned frame by
     is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
     at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
     `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
@@ -823,8 +824,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
     lowered = np.where(lk.down > 0.0, lifted, -lk.rise) if lk is not None else 0.0
     support = held * (ground_support - lowered) + (1.0 - held) * window
-    down = (lifted <= SOLE_DOWN * leg) & ~(best > floor + SOLE_DOWN * leg)
-    pinned = ~planned | ~np.isfinite(best) | ~anchored | down
+    pinned = ~planned | ~np.isfinite(best) | ~anchored
     pinned |= np.where(foot.use_lock, lk.down > 0.0, True) if lk is not None else True
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
 

@@ -91,8 +91,6 @@ SWING_SMOOTH = 0.03
 # Where the Gaussian moves a frame it may not change, the difference is carried back into the frames around
 # it, fading out over this many Gaussian widths (count): the foot meets each contact as it is, with no jump.
 SWING_REACH = 3.0
-# A sole the animation has this close to its floor is where the animator put it: not smoothed (x leg).
-SOLE_DOWN = 1e-4
 # Smoothed fully where the plan lifts the foot this far over the terrain under its soles within the
 # Gaussian's reach, and not at all where it lifts it nowhere there (x leg).
 SWING_LIFTED = 0.005
