@@ -368,3 +368,42 @@ def test_a_foot_landing_on_its_toes_is_held_from_when_its_ball_lands():
     assert contacts.landed_on_toes([(20, 40)], down, toes) == [(12, 40)]
     assert contacts.landed_on_toes([(20, 40)], down, np.zeros(n, dtype=bool)) == [(20, 40)]  # heel first
     assert contacts.landed_on_toes([(2, 14), (20, 40)], down, toes) == [(2, 14), (15, 40)]
+
+
+def test_a_toe_pushing_through_the_floor_at_toe_off_does_not_hide_the_ball_down():
+    """The ball is down where the front of the foot is near the level it stands on, and that level is one the
+    front holds for a stance, not the few frames a toe pushes through the floor at toe-off (pymo_av8: 2% of
+    the leg under it, so the stances before read 3-6% up and no ball was ever held: the ball swept 3-6% of the
+    leg as the foot turned). A lower stance near in time still sets the level."""
+    fps, leg = 120.0, 1.0
+    front = np.full(240, 0.2)  # in the air
+    speed = np.full(240, 2.0)
+    front[20:81], speed[20:81] = 0.02, 0.05  # a stance, its front 2% of the leg over the floor...
+    front[81:87], speed[81:87] = -0.02, 0.05  # ... the toe through the floor for six frames at toe-off
+    down = contacts.ball_down(front, speed, leg, fps)
+    assert down[20:81].all()
+    assert not down[100:].any()
+    low = front.copy()
+    low[81:87] = 0.2
+    low[120:180], speed[120:180] = -0.02, 0.05  # a stance of its own, 4% lower: that is the level
+    assert not contacts.ball_down(low, speed, leg, fps)[50:81].any()  # within BASELINE_WINDOW of it
+
+
+def test_a_turn_on_the_ball_runs_on_into_the_roll():
+    """A contact whose ball turns on the ground, slides a few frames as the toes push off, and is down again
+    for a frame or two as the contact ends is held at the ball from the turn on, through the roll: held from
+    those last frames alone (`roll_of`), the ball swept the turn (cmu_01_01, 1.1 -> 2.0% of the leg). A foot
+    turning on its heel (the ball swinging) keeps its roll alone."""
+    n = 60
+    ball = np.tile([0.0, 0.2, 0.0], (n, 1))
+    ankle = ball - 0.2 * np.stack([np.sin(np.linspace(0.0, 0.6, n)), np.cos(np.linspace(0.0, 0.6, n)), np.zeros(n)], 1)
+    d = {"ball": ball, "ankle": ankle}
+    down = np.zeros(n, dtype=bool)
+    down[10:35] = True  # turning on it
+    down[42:45] = True  # slid, then down again as the contact ends (b = 43) and after
+    toes = np.ones(n, dtype=bool)
+    assert contacts.roll_of(down, 0, 43, n - 1, toes) == (42, 44)
+    assert contacts.held_ball(d, down, toes, 0, 43, n - 1) == (10, 44)
+    on_heel = {"ankle": np.tile([0.0, 0.0, 0.0], (n, 1)), "ball": ankle + (ball - ankle) * 2.0}
+    assert contacts.held_ball(on_heel, down, toes, 0, 43, n - 1) == (42, 44)
+    assert contacts.held_ball(d, down, np.zeros(n, dtype=bool), 0, 41, 41) == (10, 41)  # no roll: the turn
