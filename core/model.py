@@ -38,6 +38,7 @@ from .tuning import (
     FOOT_SHIFT,
     FOOT_STEP,
     FORWARD_BIAS,
+    GROUND_JUMP,
     MAX_PITCH,
     PELVIS_SPEED,
     PELVIS_TREND,
@@ -180,6 +181,19 @@ def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
     return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
 
 
+def beside_jump(values: np.ndarray, limit: Any) -> np.ndarray:
+    """Per frame, whether `values` (N, or N x K: any of K) jump by more than `limit` (per frame, or one for
+    all) from one frame to the next within a frame of it: the jump after frame i marks frames i - 1 to
+    i + 2. Non-finite values count as 0."""
+    v = np.where(np.isfinite(values), values, 0.0).reshape(len(values), -1)
+    n = len(v)
+    step = (np.abs(np.diff(v, axis=0)) > np.broadcast_to(np.asarray(limit, dtype=np.float64), (n,))[1:, None]).any(1)
+    near = np.zeros(n + 3, dtype=bool)  # frame j at j + 1
+    for k in range(4):
+        near[k:k + n - 1] |= step
+    return near[1:n + 1]  # type: ignore[no-any-return]
+
+
 def held_floor(values: np.ndarray, width: int) -> float:
     """The lowest level that `width` consecutive `values` all stay at or below: the level a foot stands on for
     a stance, which a capture's glitch a frame or two deep under its floor is not."""
@@ -194,11 +208,11 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
                     fps: float, leg: Any) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
-    frames, `pinned` ones (in a contact, the ground less than ANCHORED from the contacts around, no plan)
-    read as they are and kept; a sole the animation has on its floor outside a contact is not pinned (kept
-    exactly, a toe crossing a step edge as it pushed off stepped the foot by the riser in one frame). What
-    the Gaussian would move a pinned frame by
-    is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
+    frames, `pinned` ones (in a contact, no plan, the ground less than ANCHORED from the contacts around
+    beside a jump of the terrain under the ankle, `beside_jump`) read as they are and kept; a sole the
+    animation has on its floor outside a contact is not pinned (kept exactly, a toe crossing a step edge
+    as it pushed off stepped the foot by the riser in one frame). What the Gaussian would move a pinned
+    frame by is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
     at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
     `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
     `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
@@ -704,8 +718,12 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             blended += np.where(ok, w * hh, 0.0)  # hh is finite where ok
             used += np.where(ok, w, 0.0)
             ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan)))
+        under_ankle = ground
         ground = blended + (1.0 - used) * ground
-        anchored = used >= ANCHORED - 1e-9
+        # Where less than ANCHORED of the ground is from the contacts, the terrain right under the ankle weighs
+        # in it, and that jumps at a step edge: the frames beside such a jump are kept as they are, the rest
+        # smoothed like the swing (a held ball let go there dropped the foot 6.5% of the leg in one frame).
+        anchored = (used >= ANCHORED - 1e-9) | ~beside_jump(under_ankle, GROUND_JUMP * leg)
         held, ground_support = np.minimum(1.0, lk.from_weight + lk.to_weight), ground.copy()
         if foot.feet > 1:  # several feet at once: as planned alone, a foot with no contact around has none
             own = np.repeat(((lk.from_weight != 0.0) | (lk.to_weight != 0.0)).reshape(foot.feet, -1).any(1),

@@ -96,9 +96,11 @@ SWING_REACH = 3.0
 SWING_LIFTED = 0.005
 # A foot's ground between contacts comes from the contacts around it, faded into the terrain right under it
 # before the first contact and after the last. Its correction is smoothed where at least this much of it
-# (fraction) comes from the contacts; where less does, the terrain right under the foot, which jumps at a
-# step edge, weighs in it: pinned.
+# (fraction) comes from the contacts; where less does, the terrain right under the foot weighs in it, and
+# where that jumps (a step edge) the frames beside the jump are pinned.
 ANCHORED = 0.9
+# A jump of the terrain right under the ankle from one frame to the next (x leg).
+GROUND_JUMP = 0.01
 
 # --- the clearance a swinging foot keeps (`heightfield.ClearanceField`) -------------------------------------
 CLEAR_SPACING = 0.02  # node spacing of its raster (x leg)
