@@ -308,7 +308,7 @@ def held_ball(d: dict[str, np.ndarray], down: np.ndarray, toes: np.ndarray, a: i
     ground, slid a few frames as the toes pushed off and is down again as the contact ends was held from
     those last frames alone, and swept the turn: cmu_01_01, 1.1 -> 2.0% of the leg); None: it holds its
     ankle. `limit`: the frame before the next contact."""
-    roll, turn = roll_of(down, a, b, limit, toes), turn_on_ball(d, down, a, b)
+    roll, turn = roll_of(down, a, b, limit), turn_on_ball(d, down, a, b)
     if roll is None or turn is None:
         return roll or turn
     return min(roll[0], turn[0]), roll[1]
