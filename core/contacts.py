@@ -235,7 +235,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         limb.range_ankles = tuple(d["ankle"][0]) + tuple(d["ankle"][-1])
         last = -1
         found = find_contacts(d["ankle"][:, 2], d["speed"], leg, fps, d["still"])  # the ankle: locked while it rests
-        down = ball_down(d["front_z"], d["ball_speed"], leg, fps)
+        down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut  # a ball is not held across a cut
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -274,7 +274,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down = ball_down(d["front_z"], d["ball_speed"], leg, fps)
+    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cuts(d["ankle"], leg, fps)
     toes = tiptoe(d, leg)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
