@@ -156,6 +156,48 @@ def _skip_bind_pose() -> bool:
     return False
 
 
+# Frames at either end of the range whose feet go far under the floor (`setup.detect_floor`'s deep dips) are a
+# capture's leading or trailing garbage, not motion, when there are no more than this many seconds of them.
+GLITCH_SECONDS = 0.25
+
+
+def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[int]:
+    """Converted mocap may open (or close) on a few frames of garbage: the Daz-named CMU BVHs' first 1-4 frames
+    have the feet 6-132% of the leg under the floor the clip walks on. Planted like the rest, the jump into
+    the clip became a pop (cmu_07_12: the knee 3.2x the source's on frame 2). Unless a range is given
+    (--frame-start, --frame-end), the scene's range is trimmed past such frames at its start and its end, no
+    more than GLITCH_SECONDS of them each, and the frames skipped are returned (and printed)."""
+    from .core import setup
+
+    scene = bpy.context.scene
+    if args.frame_start is not None or args.frame_end is not None:
+        return []
+    deep: list[tuple[int, float]] = []
+    setup.detect_floor(obj, scene, deep=deep)
+    dips = {f for f, _d in deep}
+    most = max(1, round(GLITCH_SECONDS * scene.render.fps / scene.render.fps_base))
+    first, last = scene.frame_start, scene.frame_end
+    while first in dips and first - scene.frame_start < most:
+        first += 1
+    while last in dips and scene.frame_end - last < most:
+        last -= 1
+    first = first if first not in dips else scene.frame_start  # longer than that: motion after all
+    last = last if last not in dips else scene.frame_end
+    lead, trail = list(range(scene.frame_start, first)), list(range(last + 1, scene.frame_end + 1))
+    if last - first < 3 or not (lead or trail):
+        return []
+    depth = max(d for f, d in deep if f in lead or f in trail)
+    scene.frame_start, scene.frame_end = first, last
+    scene.frame_set(first)
+    skipped = lead + trail
+    span = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in
+                     ([(lead[0], lead[-1])] if lead else []) + ([(trail[0], trail[-1])] if trail else []))
+    print(f"contact_ik: frames {span} put the feet up to {depth:.0%} of the leg under the floor the rest of the clip "
+          f"stands on (a capture's glitch, not motion): the range is {first}-{last} (give --frame-start and "
+          "--frame-end to choose)")
+    return skipped
+
+
 def _import_motion(p: pathlib.Path, ext: str, up: str, args: argparse.Namespace) -> None:
     import addon_utils
 
@@ -365,6 +407,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     t_load = time.perf_counter()
     obj = pick_armature(args.armature)
     limbs_found = ensure_limbs(obj)
+    skipped = skip_glitch_frames(obj, args)
     terrain_desc = set_terrain(obj, args.terrain)
     scene = bpy.context.scene
     if bake.is_baked(obj.animation_data.action if obj.animation_data else None):
@@ -413,6 +456,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "frame_range": [start, end],
         "up_axis": getattr(args, "used_up_axis", None),
         "skipped_bind_pose": getattr(args, "skipped_bind_pose", False),
+        "skipped_glitch_frames": skipped,
         "fps": scene.render.fps / scene.render.fps_base,
         "action": reports[0].action_name,
         "source_action": reports[0].source_name,

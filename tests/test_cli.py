@@ -239,6 +239,34 @@ def test_a_leading_t_pose_frame_is_skipped(capfd):
     assert "bind pose" in capfd.readouterr().out
 
 
+def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
+    """Frames at either end whose feet go far under the floor the clip stands on (the Daz-named CMU files open
+    on 1-4 of them) are a capture's garbage: the command line starts the range after them and ends it before
+    them, unless a range is given."""
+
+    def garbled(lead: int, trail: int, given: list[str]) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
+        args = cli.parser().parse_args(["evaluate", str(ZUP), *given])
+        cli.load(str(ZUP), args)
+        obj = cli.pick_armature(None)
+        cli.ensure_limbs(obj)
+        scene = bpy.context.scene
+        first, last = scene.frame_start, scene.frame_end
+        leg = max(lb.length for lb in obj.contact_ik.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
+        z = obj.location.z
+        for f in range(first, last + 1):  # the whole body, on the frames given, half a leg under its floor
+            deep = f < first + lead or f > last - trail
+            obj.location.z = z - 0.5 * leg if deep else z
+            obj.keyframe_insert("location", index=2, frame=f)
+        return cli.skip_glitch_frames(obj, args), (first, last), (scene.frame_start, scene.frame_end)
+
+    skipped, (first, last), now = garbled(2, 1, [])  # at 30 fps: shorter than a stance (MIN_CONTACT)
+    assert skipped == [first, first + 1, last]
+    assert now == (first + 2, last - 1)
+    assert "a capture's glitch" in capfd.readouterr().out
+    skipped, (first, last), now = garbled(2, 1, ["--frame-start", "1"])  # a range given: kept
+    assert skipped == [] and now == (first, last)
+
+
 @pytest.mark.skipif(bpy.app.version < (4, 5), reason="Blender 4.2's glTF exporter crashed this test process (a "
                     "segfault in its scene-tree gathering, after the character tests' own glTF exports) on one run "
                     "of two; the glTF round trip is still tested on 4.2 by tests/test_characters.py")

@@ -178,6 +178,7 @@ def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
     cli.load(str(clip), args)
     obj = cli.pick_armature(None)
     cli.ensure_limbs(obj)
+    cli.skip_glitch_frames(obj, args)  # as the command line: a capture's leading or trailing garbage frames
     scene = bpy.context.scene
     s = obj.contact_ik
     setup.floor_and_contacts(obj, scene)  # as Plant Feet: one sweep
@@ -282,7 +283,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         f"{SLOPE_DEGREES:.0f} degree slope rising along the direction of travel; stairs with risers of "
         f"{RISER:.0%} of the leg length; a noise heightfield of amplitude {NOISE_AMPLITUDE:.0%} of the leg length; "
         "concentric stairs, rings a tread wide around the start each a riser higher, so that any heading climbs), "
-        "imported with `--up-axis auto`, limbs, floor and contacts detected with the defaults, baked. No per-clip "
+        "imported with `--up-axis auto` (a leading bind pose and a capture's garbage frames at either end skipped, "
+        "as the command line does), limbs, floor and contacts detected with the defaults, baked. No per-clip "
         "tuning. Each cell shows ours / the source animation's own (its hover, skate and pops on its own floor, "
         "its penetration on the terrain). Lengths are fractions of the leg length; pops are the largest knee and "
         "hip angular velocity over the source's largest.",
