@@ -252,7 +252,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            _fill(c, d, a, b, s.floor_height, held_ball(d, down, toes, a, b, limit))
+            _fill(c, d, a, b, s.floor_height, held_ball(d, down, a, b, limit))
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
@@ -275,7 +275,6 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cuts(d["ankle"], leg, fps)
-    toes = tiptoe(d, leg)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     for c in limb.contacts:
@@ -283,7 +282,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
         if b >= a:
             later = [s0 - start for s0 in starts if s0 > c.end]
             limit = min(later) - 1 if later else len(down) - 1
-            _fill(c, d, a, b, floor, held_ball(d, down, toes, a, b, limit))
+            _fill(c, d, a, b, floor, held_ball(d, down, a, b, limit))
 
 
 def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:
@@ -301,13 +300,13 @@ def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndar
     return out
 
 
-def held_ball(d: dict[str, np.ndarray], down: np.ndarray, toes: np.ndarray, a: int, b: int,
-              limit: int) -> Optional[tuple[int, int]]:
+def held_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int, limit: int) -> Optional[tuple[int, int]]:
     """The frames (first, last) a contact a..b holds its ball on: a turn on the ball (`turn_on_ball`) and a
     roll onto the toes (`roll_of`), one after the other where there are both (a ball that turned on the
     ground, slid a few frames as the toes pushed off and is down again as the contact ends was held from
     those last frames alone, and swept the turn: cmu_01_01, 1.1 -> 2.0% of the leg); None: it holds its
-    ankle. `limit`: the frame before the next contact."""
+    ankle. `limit`: the frame before the next contact. The roll runs on while the ball is down, whether or not
+    the heel is up (a foot peeling off flat slid its ball)."""
     roll, turn = roll_of(down, a, b, limit), turn_on_ball(d, down, a, b)
     if roll is None or turn is None:
         return roll or turn

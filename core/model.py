@@ -182,12 +182,12 @@ def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
 
 
 def beside_jump(values: np.ndarray, limit: Any) -> np.ndarray:
-    """Per frame, whether `values` (N, or N x K: any of K) jump by more than `limit` (per frame, or one for
-    all) from one frame to the next within a frame of it: the jump after frame i marks frames i - 1 to
-    i + 2. Non-finite values count as 0."""
-    v = np.where(np.isfinite(values), values, 0.0).reshape(len(values), -1)
+    """Per frame, whether `values` (N) jump by more than `limit` (per frame, or one for all) from one frame to
+    the next within a frame of it: the jump after frame i marks frames i - 1 to i + 2. Non-finite values
+    count as 0."""
+    v = np.where(np.isfinite(values), values, 0.0)
     n = len(v)
-    step = (np.abs(np.diff(v, axis=0)) > np.broadcast_to(np.asarray(limit, dtype=np.float64), (n,))[1:, None]).any(1)
+    step = np.abs(np.diff(v)) > np.broadcast_to(np.asarray(limit, dtype=np.float64), (n,))[1:]
     near = np.zeros(n + 3, dtype=bool)  # frame j at j + 1
     for k in range(4):
         near[k:k + n - 1] |= step
@@ -212,8 +212,8 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     beside a jump of the terrain under the ankle, `beside_jump`) read as they are and kept; a sole the
     animation has on its floor outside a contact is not pinned (kept exactly, a toe crossing a step edge
     as it pushed off stepped the foot by the riser in one frame). What the Gaussian would move a pinned
-    frame by is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot arrives
-    at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
+    frame by is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot
+    arrives at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
     `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
     `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
     the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's

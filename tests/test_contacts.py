@@ -406,10 +406,10 @@ def test_a_turn_on_the_ball_runs_on_into_the_roll():
     down[42:45] = True  # slid, then down again as the contact ends (b = 43) and after
     toes = np.ones(n, dtype=bool)
     assert contacts.roll_of(down, 0, 43, n - 1, toes) == (42, 44)
-    assert contacts.held_ball(d, down, toes, 0, 43, n - 1) == (10, 44)
+    assert contacts.held_ball(d, down, 0, 43, n - 1) == (10, 44)
     on_heel = {"ankle": np.tile([0.0, 0.0, 0.0], (n, 1)), "ball": ankle + (ball - ankle) * 2.0}
-    assert contacts.held_ball(on_heel, down, toes, 0, 43, n - 1) == (42, 44)
-    assert contacts.held_ball(d, down, np.zeros(n, dtype=bool), 0, 41, 41) == (10, 41)  # no roll: the turn
+    assert contacts.held_ball(on_heel, down, 0, 43, n - 1) == (42, 44)
+    assert contacts.held_ball(d, down, 0, 41, 41) == (10, 41)  # no roll: the turn
 
 
 def test_a_ball_still_down_after_the_contact_is_held_though_the_heel_is_not_up():
@@ -421,9 +421,8 @@ def test_a_ball_still_down_after_the_contact_is_held_though_the_heel_is_not_up()
     d = {"ball": np.tile([0.0, 0.2, 0.0], (n, 1)), "ankle": np.tile([0.0, 0.0, 0.0], (n, 1))}
     down = np.zeros(n, dtype=bool)
     down[0:26] = True  # the ball down through frame 25; the ankle's contact ends at 20
-    flat = np.zeros(n, dtype=bool)  # the heel never up
-    assert contacts.held_ball(d, down, flat, 0, 20, n - 1) == (0, 25)
-    assert contacts.held_ball(d, down, flat, 0, 20, 22) == (0, 22)  # never into the next contact
+    assert contacts.held_ball(d, down, 0, 20, n - 1) == (0, 25)
+    assert contacts.held_ball(d, down, 0, 20, 22) == (0, 22)  # never into the next contact
     up = down.copy()
     up[21:] = False  # the ball up as the contact ends: nothing held after it
-    assert contacts.held_ball(d, up, flat, 0, 20, n - 1) == (0, 20)
+    assert contacts.held_ball(d, up, 0, 20, n - 1) == (0, 20)
