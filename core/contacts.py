@@ -248,11 +248,18 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             else:
                 k += 1
         found = landed_on_toes(found, down, toes)
+        holds = [held_ball(d, down, a, b, found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1)
+                 for k, (a, b) in enumerate(found)]
+        step = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
+        on_ball = ball_stances(down & ~np.concatenate([[False], step > LIFT_SPEED * leg]),
+                               [(a, max(b, h[1] if h else b)) for (a, b), h in zip(found, holds)],
+                               int(math.ceil(MIN_CONTACT * fps)))
+        found = sorted(found + on_ball)
         for k, (a, b) in enumerate(found):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            _fill(c, d, a, b, s.floor_height, held_ball(d, down, a, b, limit))
+            _fill(c, d, a, b, s.floor_height, (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit))
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
@@ -298,6 +305,22 @@ def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndar
             a -= 1
         out.append((a, b))
     return out
+
+
+def ball_stances(down: np.ndarray, taken: list[tuple[int, int]], shortest: int) -> list[tuple[int, int]]:
+    """Stances on the ball alone (first, last frame): runs of at least `shortest` frames the ball is `down`
+    that overlap no contact or ball hold in `taken` (first, last). The ankle never comes to rest in them (a
+    foot standing on its toes, pivoting on its ball as a walk starts or stops), so no contact is found by
+    the ankle; left to the swing, the foot floated over a flight of stairs on its own swing line
+    (cmu_131_01: 13.7% of the leg). Such a stance holds its ball from its first frame to its last. The
+    caller leaves out of `down` the frames the ball jumps to (faster than LIFT_SPEED): a capture's glitch of
+    the toe for a frame or two, which a held ball would turn into a jump of the whole leg (cmu_08_07)."""
+    busy = np.zeros(len(down), dtype=bool)
+    for a, b in taken:
+        busy[a:b + 1] = True
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], down.astype(np.int8), [0]])))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])
+            if b - a >= shortest and not busy[a:b].any()]
 
 
 def held_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int, limit: int) -> Optional[tuple[int, int]]:

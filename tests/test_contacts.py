@@ -426,3 +426,55 @@ def test_a_ball_still_down_after_the_contact_is_held_though_the_heel_is_not_up()
     up = down.copy()
     up[21:] = False  # the ball up as the contact ends: nothing held after it
     assert contacts.held_ball(d, up, 0, 20, n - 1) == (0, 20)
+
+
+def test_a_stance_on_the_ball_alone_is_a_contact_that_holds_its_ball():
+    """A foot standing on its ball while its ankle never comes to rest (on its toes, pivoting as a walk starts
+    or stops) gets a contact of its own that holds the ball from its first frame: left to the swing, it
+    floated over a flight of stairs on the swing's line (cmu_131_01: 13.7% of the leg). Not where the ball
+    only passes (shorter than MIN_CONTACT), not where it is held already, and a frame the ball jumps to (a
+    capture's glitch of the toe) splits the stance rather than being held through."""
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    s = obj.contact_ik
+    fps = contacts.fps_of(scene)
+    feet = [i for i, lb in enumerate(s.limbs) if lb.kind == "FOOT"]
+    leg = s.limbs[feet[0]].length * contacts.world_scale(obj)
+    n = int(round(2.0 * fps))
+    a, b = int(round(0.5 * fps)), int(round(1.2 * fps))  # on the ball over frames a..b-1
+
+    def samples(glitch: bool = False, short: bool = False) -> dict[int, dict[str, np.ndarray]]:
+        t = np.arange(n) / fps
+        ankle = np.stack([0.3 * leg * t, np.zeros(n), s.floor_height + leg * (0.2 + 0.05 * np.sin(9.0 * t))], 1)
+        ball = ankle + np.array([0.15 * leg, 0.0, -0.2 * leg])
+        front = np.full(n, s.floor_height + 0.2 * leg)
+        ball_speed = np.full(n, 2.0 * leg)
+        stop = a + int(math.ceil(0.04 * fps)) if short else b
+        ball[a:stop] = [0.15 * leg + 0.3 * leg * t[a], 0.0, s.floor_height + 0.005 * leg]
+        front[a:stop], ball_speed[a:stop] = s.floor_height + 0.005 * leg, 0.0
+        if glitch:
+            ball[(a + b) // 2, 0] += 0.3 * leg  # for one frame: a jump of 0.3 legs, and back
+        heel = ankle - np.array([0.05 * leg, 0.0, 0.05 * leg])
+        return {i: {"ankle": ankle, "sole": heel, "heel": heel, "toe": ball + [0.05 * leg, 0.0, 0.0], "ball": ball,
+                    "front_z": front, "speed": np.full(n, 1.0 * leg), "still": np.full(n, 1.0 * leg),
+                    "ball_speed": ball_speed} for i in feet}
+
+    f0 = scene.frame_start
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples())
+    for i in feet:
+        found = [(c.start - f0, c.end - f0, c.rolls, c.pivot - f0, c.roll - f0) for c in s.limbs[i].contacts]
+        assert found == [(a, b - 1, True, a, b - 1)]
+        lock = np.array(s.limbs[i].contacts[0].lock) + np.array(s.limbs[i].contacts[0].ball)
+        assert np.linalg.norm(lock - samples()[i]["ball"][a]) < 1e-6 * leg  # the ball held where it stands
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(glitch=True))
+    mid = (a + b) // 2
+    # Split around the frame it jumps to and the one it jumps back on.
+    assert [(c.start - f0, c.end - f0) for c in s.limbs[feet[0]].contacts] == [(a, mid - 1), (mid + 2, b - 1)]
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(short=True))
+    assert not len(s.limbs[feet[0]].contacts)
+    # A run of the ball down that overlaps a contact or its ball hold is that contact's.
+    down = np.zeros(n, dtype=bool)
+    down[a:b] = True
+    assert contacts.ball_stances(down, [], 5) == [(a, b - 1)]
+    assert contacts.ball_stances(down, [(0, a)], 5) == []
+    assert contacts.ball_stances(down, [(0, a - 1)], 5) == [(a, b - 1)]
