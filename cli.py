@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 import bpy
+import numpy as np
 
 from .cli_args import (  # noqa: F401  (EXPORTS, InputError and parser are this module's interface too)
     EXPORT_FORMATS,
@@ -162,12 +163,17 @@ GLITCH_SECONDS = 0.25
 
 
 def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[int]:
-    """Converted mocap may open (or close) on a few frames of garbage: the Daz-named CMU BVHs' first 1-4 frames
-    have the feet 6-132% of the leg under the floor the clip walks on. Planted like the rest, the jump into
-    the clip became a pop (cmu_07_12: the knee 3.2x the source's on frame 2). Unless a range is given
-    (--frame-start, --frame-end), the scene's range is trimmed past such frames at its start and its end, no
-    more than GLITCH_SECONDS of them each, and the frames skipped are returned (and printed)."""
-    from .core import setup
+    """Converted mocap may open (or close) on a few frames of garbage. The Daz-named CMU BVHs' first 1-4 frames
+    have the feet 6-132% of the leg under the floor the clip walks on: planted like the rest, the jump into
+    the clip became a pop (cmu_07_12: the knee 3.2x the source's on frame 2). cmu_03_02 opens on feet
+    jumping 40 legs per second, then frozen: a stance on the ball planted there dropped the pelvis 70% of
+    the leg (hip 1.44x). Unless a range is given (--frame-start, --frame-end), the scene's range is trimmed
+    past such frames at its start and its end, within GLITCH_SECONDS of each: frames under the floor, and
+    frames a foot's ankle jumps to faster than CUT_SPEED legs per second. The frames skipped are returned
+    (and printed)."""
+    from .core import contacts, setup
+    from .core.rig import world_scale
+    from .core.tuning import CUT_SPEED
 
     scene = bpy.context.scene
     if args.frame_start is not None or args.frame_end is not None:
@@ -183,18 +189,32 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
         last -= 1
     first = first if first not in dips else scene.frame_start  # longer than that: motion after all
     last = last if last not in dips else scene.frame_end
+    # Jumps: the frame a foot's ankle jumps to (faster than CUT_SPEED x its leg per second) within the first
+    # GLITCH_SECONDS starts the range; the frame one jumps from within the last ends it.
+    fps = contacts.fps_of(scene)
+    feet = [lb for lb in obj.contact_ik.limbs if lb.kind == "FOOT"]
+    jumps: list[int] = []
+    for a, b in ((scene.frame_start, scene.frame_start + most), (scene.frame_end - most, scene.frame_end)):
+        a, b = max(a, scene.frame_start), min(b, scene.frame_end)
+        for i, d in contacts.sample_feet(obj, scene, a, b).items() if feet and b > a else ():
+            leg = (obj.contact_ik.limbs[i].length or 1.0) * world_scale(obj)
+            step = np.linalg.norm(np.diff(d["ankle"], axis=0), axis=1) * fps
+            jumps += [a + 1 + int(k) for k in np.flatnonzero(step > CUT_SPEED * leg)]
+    first = max([first] + [f for f in jumps if f - scene.frame_start <= most])
+    last = min([last] + [f - 1 for f in jumps if scene.frame_end - (f - 1) <= most])
     lead, trail = list(range(scene.frame_start, first)), list(range(last + 1, scene.frame_end + 1))
     if last - first < 3 or not (lead or trail):
         return []
-    depth = max(d for f, d in deep if f in lead or f in trail)
     scene.frame_start, scene.frame_end = first, last
     scene.frame_set(first)
     skipped = lead + trail
     span = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in
                      ([(lead[0], lead[-1])] if lead else []) + ([(trail[0], trail[-1])] if trail else []))
-    print(f"contact_ik: frames {span} put the feet up to {depth:.0%} of the leg under the floor the rest of the clip "
-          f"stands on (a capture's glitch, not motion): the range is {first}-{last} (give --frame-start and "
-          "--frame-end to choose)")
+    depth = max([d for f, d in deep if f in lead or f in trail], default=0.0)
+    why = [f"put the feet up to {depth:.0%} of the leg under the floor the rest of the clip stands on"] if depth else []
+    why += [f"jump a foot faster than {CUT_SPEED:g} legs per second"] if set(jumps) & set(skipped + [first]) else []
+    print(f"contact_ik: frames {span} {' and '.join(why)} (a capture's glitch, not motion): the range is "
+          f"{first}-{last} (give --frame-start and --frame-end to choose)")
     return skipped
 
 

@@ -241,10 +241,11 @@ def test_a_leading_t_pose_frame_is_skipped(capfd):
 
 def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
     """Frames at either end whose feet go far under the floor the clip stands on (the Daz-named CMU files open
-    on 1-4 of them) are a capture's garbage: the command line starts the range after them and ends it before
-    them, unless a range is given."""
+    on 1-4 of them), or jump faster than any foot moves, are a capture's garbage: the command line starts the
+    range after them and ends it before them, unless a range is given."""
 
-    def garbled(lead: int, trail: int, given: list[str]) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
+    def garbled(lead: int, trail: int, given: list[str],
+                jump: bool = False) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
         args = cli.parser().parse_args(["evaluate", str(ZUP), *given])
         cli.load(str(ZUP), args)
         obj = cli.pick_armature(None)
@@ -252,11 +253,15 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
         scene = bpy.context.scene
         first, last = scene.frame_start, scene.frame_end
         leg = max(lb.length for lb in obj.contact_ik.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
-        z = obj.location.z
+        z, x = obj.location.z, obj.location.x
         for f in range(first, last + 1):  # the whole body, on the frames given, half a leg under its floor
-            deep = f < first + lead or f > last - trail
-            obj.location.z = z - 0.5 * leg if deep else z
-            obj.keyframe_insert("location", index=2, frame=f)
+            deep = f < first + lead or f > last - trail  # (or, with `jump`, two legs aside: a jump there and back)
+            if jump:
+                obj.location.x = x + 2.0 * leg if deep else x
+                obj.keyframe_insert("location", index=0, frame=f)
+            else:
+                obj.location.z = z - 0.5 * leg if deep else z
+                obj.keyframe_insert("location", index=2, frame=f)
         return cli.skip_glitch_frames(obj, args), (first, last), (scene.frame_start, scene.frame_end)
 
     skipped, (first, last), now = garbled(2, 1, [])  # at 30 fps: shorter than a stance (MIN_CONTACT)
@@ -265,6 +270,12 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
     assert "a capture's glitch" in capfd.readouterr().out
     skipped, (first, last), now = garbled(2, 1, ["--frame-start", "1"])  # a range given: kept
     assert skipped == [] and now == (first, last)
+    # Feet that jump (faster than CUT_SPEED) on the first frames or the last (cmu_03_02 opens on feet jumping
+    # 40 legs per second): the range starts on the frame they land on and ends before the last jump.
+    skipped, (first, last), now = garbled(2, 1, [], jump=True)
+    assert skipped == [first, first + 1, last]
+    assert now == (first + 2, last - 1)
+    assert "jump a foot faster than" in capfd.readouterr().out
 
 
 @pytest.mark.skipif(bpy.app.version < (4, 5), reason="Blender 4.2's glTF exporter crashed this test process (a "
