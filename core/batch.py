@@ -99,6 +99,8 @@ class BatchRig(RigReader):
     def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
                  fps: float = 24.0, context: int = 0):
         super().__init__(obj, terrain, frames, first, fps, context)
+        # The terrain's ray engine, kept with the rig (live preview's fallback keeps the rig from frame to frame).
+        self.rays = Rays(terrain) if terrain is not None else None
         # Set by `compute`: per frame, what the pelvis's speed limit changed (never above 0), or None.
         self.pelvis_delta: Optional[np.ndarray] = None
         # Per foot (by its index in the settings' limbs): what the smoothing changed in its target's height.
@@ -192,6 +194,8 @@ class BatchRig(RigReader):
         part.mw = self.mw[sl]
         for name in ("matrix", "quat", "euler", "aa", "loc", "scale"):
             setattr(part, name, getattr(self, name)[sl].astype(np.float64))
+        if sl.start == 0 and sl.stop == len(self.mw):  # every row (one frame, a short range): the limbs as they are
+            return part
         part.limbs = []
         for lb in self.limbs:
             c = copy.copy(lb)
@@ -212,7 +216,8 @@ class BatchRig(RigReader):
                                if feet else np.inf, (n,))
         if self.terrain is None or not feet:
             return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step, at, frame)
-        rays = Rays(self.terrain)
+        rays = self.rays
+        assert rays is not None
         window = np.zeros(n)
         if self.pelvis >= 0:
             # The ground under the body first: the feet look for the terrain around its height, so a clip that
@@ -281,8 +286,7 @@ class BatchRig(RigReader):
                 self._drive(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, soft=job.soft)
             elif id(job) in solved:
                 quats, ok = solved[id(job)]
-                for b, q in zip((lb.chain[0], lb.chain[1], lb.end), quats):
-                    self._emit(b, q, ok, out)
+                self._emit([lb.chain[0], lb.chain[1], lb.end], np.stack(quats, 1), ok, out)
             else:
                 self._solve_each(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, job.soft,
                                  poles[id(job)])
@@ -291,16 +295,17 @@ class BatchRig(RigReader):
     def _frames(self) -> tuple[np.ndarray, np.ndarray]:
         """Every used bone's world matrix and `rig.bone_frame` (both (N, k, 4, 4)); sets `arm`, the bones'
         armature-space matrices."""
-        mw = self.mw
+        arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
+        self.arm = arm
+        world = self.mw[:, None] @ arm
+        if (self.scale == 1.0).all():
+            return world, world
         sinv = np.zeros(self.scale.shape[:2] + (4, 4))
         safe = np.where((self.scale != 0.0) & np.isfinite(self.scale), self.scale, 1.0)
         for axis in range(3):
             sinv[..., axis, axis] = 1.0 / safe[..., axis]
         sinv[..., 3, 3] = 1.0
-        arm = np.swapaxes(self.matrix, -1, -2)  # foreach_get gives matrices column by column
-        self.arm = arm
-        world = mw[:, None] @ arm
-        return world, (world if np.all(self.scale == 1.0) else world @ sinv)
+        return world, world @ sinv
 
     def _rotations(self) -> np.ndarray:
         """Every used bone's rotation channels as quaternions (N, k, 4), whatever its rotation mode."""
@@ -443,7 +448,7 @@ class BatchRig(RigReader):
             loc = np.where(blend[:, None], self.loc[:, c] + (loc - self.loc[:, c]) * weight[:, None], loc)
             q = np.where(blend[:, None], qslerp(rots[:, c], q, weight), q)
         ok = active & (weight > 0.0) & np.isfinite(goal).all(1) & np.isfinite(loc).all(1) & np.isfinite(q).all(1)
-        self._emit(lb.control, q, ok, out)
+        self._emit([lb.control], q[:, None], ok, out)
         name = self.obj.pose.bones[lb.control].name
         out[(name, "location")] = (np.where(ok[:, None], loc, self.loc[:, c]), ok)
 
@@ -476,54 +481,62 @@ class BatchRig(RigReader):
         pole, auto = poles
         assert lb.weights is not None
         bones = list(lb.chain) + ([lb.end] if lb.end >= 0 else [])
-        quats = {b: rots[:, s[b]].copy() for b in bones}
+        quats = rots[:, [s[b] for b in bones]]  # (N, bones, 4), a copy
         written = np.zeros(n, dtype=bool)
-        for i in np.flatnonzero(active):
-            move = Matrix.Translation(Vector(shift[i]))
-            frames = [move @ Matrix(frame[i, s[b]]) for b in lb.chain]
+        for i in np.flatnonzero(active).tolist():
+            # Rows handed to mathutils as lists: the same values, without numpy's per-element access.
+            mats, quat = frame[i].tolist(), rots[i].tolist()
+            move = Matrix.Translation(shift[i].tolist())
+            frames = [move @ Matrix(mats[s[b]]) for b in lb.chain]
             if lb.end >= 0:
-                tip = move @ Vector(frame[i, s[lb.end], :3, 3])
+                m = mats[s[lb.end]]
+                tip = move @ Vector((m[0][3], m[1][3], m[2][3]))
             else:
                 tip = frames[-1] @ Vector((0.0, lb.tail_length, 0.0))
             pose = ChainPose(
-                frames=frames, rotations=[Quaternion(rots[i, s[b]]) for b in lb.chain],
+                frames=frames, rotations=[Quaternion(quat[s[b]]) for b in lb.chain],
                 tip_local=frames[-1].inverted_safe() @ tip, limits=list(lb.limits),
-                end_frame=move @ Matrix(frame[i, s[lb.end]]) if lb.end >= 0 else None,
-                end_rotation=Quaternion(rots[i, s[lb.end]]) if lb.end >= 0 else None, end_limits=lb.end_limits)
-            p = Vector(pole[i]) if pole is not None and not (auto and np.isnan(pole[i, 0])) else None
-            rot = Quaternion(target_rot[i]) if target_rot is not None else None
-            sol = solve_limb(pose, Vector(target[i]), pole=p, weight=float(lb.weights[i]),
+                end_frame=move @ Matrix(mats[s[lb.end]]) if lb.end >= 0 else None,
+                end_rotation=Quaternion(quat[s[lb.end]]) if lb.end >= 0 else None, end_limits=lb.end_limits)
+            p = Vector(pole[i].tolist()) if pole is not None and not (auto and np.isnan(pole[i, 0])) else None
+            rot = Quaternion(target_rot[i].tolist()) if target_rot is not None else None
+            sol = solve_limb(pose, Vector(target[i].tolist()), pole=p, weight=float(lb.weights[i]),
                              softness=self.softness if soft else 0.0, target_rotation=rot)
             if sol.method == "fk":
                 continue  # weight 0 or a non-finite chain: the FK pose, nothing written
             written[i] = True
-            for b, q in zip(lb.chain, sol.rotations):
-                quats[b][i] = tuple(q)
+            for k, q in enumerate(sol.rotations):
+                quats[i, k] = tuple(q)
             if lb.end >= 0 and sol.end_rotation is not None:
-                quats[lb.end][i] = tuple(sol.end_rotation)
-        for b in bones:
-            self._emit(b, quats[b], written, out)
+                quats[i, len(lb.chain)] = tuple(sol.end_rotation)
+        self._emit(bones, quats, written, out)
 
-    def _emit(self, bone: int, q: np.ndarray, written: np.ndarray, out: Channels) -> None:
-        """Channel values in the bone's own rotation mode, continuous with the FK value it replaces."""
-        j = self.slot[bone]
-        mode = self.modes[j]
-        name = self.names[j]
-        if mode == "QUATERNION":
-            fk = self.quat[:, j]
-            q = np.where((np.einsum("ni,ni->n", fk, q) < 0.0)[:, None], -q, q)
-            out[(name, "rotation_quaternion")] = (np.where(written[:, None], q, fk), written)
-        elif mode == "AXIS_ANGLE":
-            vals = self.aa[:, j].copy()
-            for i in np.flatnonzero(written):
-                axis, angle = Quaternion(q[i]).to_axis_angle()
-                vals[i] = (angle, axis[0], axis[1], axis[2])
-            out[(name, "rotation_axis_angle")] = (vals, written)
-        else:
-            vals = self.euler[:, j].copy()
-            for i in np.flatnonzero(written):
-                vals[i] = Quaternion(q[i]).to_euler(mode, Euler(self.euler[i, j]))
-            out[(name, "rotation_euler")] = (vals, written)
+    def _emit(self, bones: list[int], q: np.ndarray, written: np.ndarray, out: Channels) -> None:
+        """Channel values of `bones` (their rotations `q`, (N, bones, 4)) in each bone's own rotation mode,
+        continuous with the FK value it replaces: the quaternion bones' all at once."""
+        js = [self.slot[b] for b in bones]
+        quat = [k for k, j in enumerate(js) if self.modes[j] == "QUATERNION"]
+        if quat:
+            every = len(quat) == len(js)
+            fk = self.quat[:, js if every else [js[k] for k in quat]]
+            qq = q if every else q[:, quat]
+            qq = np.where((np.einsum("nbi,nbi->nb", fk, qq) < 0.0)[..., None], -qq, qq)
+            values = np.where(written[:, None, None], qq, fk)
+        for k, j in enumerate(js):  # in the bones' order
+            mode, name = self.modes[j], self.names[j]
+            if mode == "QUATERNION":
+                out[(name, "rotation_quaternion")] = (values[:, quat.index(k)], written)
+            elif mode == "AXIS_ANGLE":
+                vals = self.aa[:, j].copy()
+                for i in np.flatnonzero(written):
+                    axis, angle = Quaternion(q[i, k]).to_axis_angle()
+                    vals[i] = (angle, axis[0], axis[1], axis[2])
+                out[(name, "rotation_axis_angle")] = (vals, written)
+            else:
+                vals = self.euler[:, j].copy()
+                for i in np.flatnonzero(written):
+                    vals[i] = Quaternion(q[i, k]).to_euler(mode, Euler(self.euler[i, j]))
+                out[(name, "rotation_euler")] = (vals, written)
 
 
 def plant_frame(obj: bpy.types.Object, terrain: Optional[Terrain], depsgraph: Optional[bpy.types.Depsgraph],

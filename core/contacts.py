@@ -457,7 +457,7 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     def row_of(lo: float, track: LockTrack) -> Optional[LockTrack]:
         if count == 1 and first == int(first) and 0 <= first - lo < len(track.weight):
             row = int(first - lo)
-            return LockTrack(**{k: v[row:row + 1].copy() for k, v in vars(track).items()})
+            return track.rows(slice(row, row + 1))  # views: nothing writes into a track
         return None
 
     if kept is not None and "track" in kept:

@@ -27,6 +27,11 @@ class DownHits:
     normal: np.ndarray  # (Q, 3) unit face normals facing up (nan where missed)
 
 
+def _missed(q: int) -> DownHits:
+    """`q` rays that hit nothing (yet)."""
+    return DownHits(np.zeros(q, dtype=bool), np.full(q, np.nan), np.full((q, 3), np.nan))
+
+
 class DownRays:
     def __init__(self, verts: np.ndarray, tris: np.ndarray, up: np.ndarray, cell_factor: float = 0.34):
         up = np.asarray(up, dtype=np.float64)
@@ -59,6 +64,7 @@ class DownRays:
         if count == 0:
             self.origin, self.cell, self.dims = np.zeros(2), 1.0, np.array([1, 1])
             self.starts, self.items = np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            self.counts, self._dims = np.zeros(1, dtype=np.int64), self.dims.astype(np.uint64)
             return
         self.origin = lo.min(0)
         extent = np.maximum(hi.max(0) - self.origin, 1e-12)
@@ -79,6 +85,8 @@ class DownRays:
         order = np.argsort(cell_id, kind="stable")
         self.items = tri_id[order]
         self.starts = np.searchsorted(cell_id[order], np.arange(self.dims[0] * self.dims[1] + 1))
+        self.counts = np.diff(self.starts)  # the triangles in each cell
+        self._dims = self.dims.astype(np.uint64)
 
     def cast(self, points: np.ndarray, reach: np.ndarray, chunk: int = 16384) -> DownHits:
         """First hit of rays from `points + up * reach` going down over `2 * reach` (reach per point)."""
@@ -90,24 +98,20 @@ class DownRays:
                             np.concatenate([x.normal for x in parts]))
         q = len(p)
         reach = np.asarray(reach, dtype=np.float64)  # one per point, or one for all
-        height = np.full(q, np.nan)
-        normal = np.full((q, 3), np.nan)
-        hit = np.zeros(q, dtype=bool)
         if q == 0 or len(self.items) == 0:
-            return DownHits(hit, height, normal)
+            return _missed(q)
         q2 = p @ self.basis.T
         top = p @ self.up + reach
         bottom = top - 2.0 * reach
         ij = np.floor((q2 - self.origin) / self.cell).astype(np.int64)
-        inside = ((ij >= 0) & (ij < self.dims)).all(1)
+        inside = (ij.view(np.uint64) < self._dims).all(1)  # a negative index wraps to a huge unsigned one
         cid = np.where(inside, ij[:, 0] * self.dims[1] + ij[:, 1], 0)
-        start = self.starts[cid]
-        counts = np.where(inside, self.starts[cid + 1] - start, 0)
+        counts = np.where(inside, self.counts[cid], 0)
         total = int(counts.sum())
         if total == 0:
-            return DownHits(hit, height, normal)
+            return _missed(q)
         qi = np.repeat(np.arange(q), counts)
-        ti = self.items[(start + counts - np.cumsum(counts))[qi] + np.arange(total)]
+        ti = self.items[(self.starts[cid] + counts - np.cumsum(counts))[qi] + np.arange(total)]
         t = self.packed[ti]
         qq = q2[qi]
         dx, dy = qq[:, 0] - t[:, 0], qq[:, 1] - t[:, 1]
@@ -117,16 +121,18 @@ class DownRays:
         h = t[:, 7] + u * t[:, 8] + w * t[:, 9]
         ok &= (h <= top[qi]) & (h >= bottom[qi])
         if not ok.any():
-            return DownHits(hit, height, normal)
+            return _missed(q)
         qi, ti, h = qi[ok], ti[ok], h[ok]  # still grouped by query, in query order
-        order = np.lexsort((h, qi))  # by query, then height; equal heights in their order
-        last = qi[order]
-        pick = order[np.concatenate((last[1:] != last[:-1], [True]))]  # the highest hit of each query (ties: the last)
-        sel = qi[pick]
-        hit[sel] = True
-        height[sel] = h[pick]
-        normal[sel] = self.normal[ti[pick]]
-        return DownHits(hit, height, normal)
+        if len(qi) > 1 and not (qi[1:] != qi[:-1]).all():  # a query with several hits: the highest
+            order = np.lexsort((h, qi))  # by query, then height; equal heights in their order
+            last = qi[order]
+            pick = order[np.concatenate((last[1:] != last[:-1], [True]))]  # the highest hit of each query (ties: the last)
+            qi, ti, h = qi[pick], ti[pick], h[pick]
+        out = _missed(q)
+        out.hit[qi] = True
+        out.height[qi] = h
+        out.normal[qi] = self.normal[ti]
+        return out
 
 
 
@@ -147,6 +153,7 @@ class ClearanceField:
         hi = rays.origin + rays.cell * (rays.dims - 1)
         self.origin = lo - self.spacing
         self.dims = np.ceil((hi - lo) / self.spacing).astype(np.int64) + 3  # nodes along each axis
+        self._last = (self.dims - 1).astype(np.uint64)  # the cells along each axis
         self.steps = max(1, int(round(CLEAR_RADIUS / CLEAR_SPACING)))
         if len(rays.packed):
             k = rays.packed[:, 7:10]
@@ -188,7 +195,7 @@ class ClearanceField:
         shape = p.shape[:-1]
         q = ((p.reshape(-1, 3) @ self.basis.T) - self.origin) / self.spacing
         i = np.floor(q).astype(np.int64)
-        ok = (i >= 0).all(-1) & (i < self.dims - 1).all(-1)
+        ok = (i.view(np.uint64) < self._last).all(-1)  # a negative index wraps to a huge unsigned one
         i = np.where(ok[:, None], i, 0)
         f = q - i
         tile = i // CLEAR_TILE
@@ -197,7 +204,8 @@ class ClearanceField:
         rows = np.flatnonzero(ok)
         if len(rows):
             code = tile[rows, 0] * (self.dims[1] // CLEAR_TILE + 1) + tile[rows, 1]  # a tile's number
-            keys = code[:1] if (code == code[0]).all() else np.unique(code)  # a frame at a time: one or two
+            # A frame at a time: one tile or two.
+            keys = code[:1] if (code == code[0]).all() else sorted(set(code.tolist())) if len(code) <= 64 else np.unique(code)
             for key in keys:
                 sel = rows if len(keys) == 1 else rows[code == key]
                 ti, tj = (int(c) for c in tile[sel[0]])

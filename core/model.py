@@ -10,6 +10,7 @@ frame cache and its one-frame fallback all run it (`batch`). Rays go through one
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -318,10 +319,18 @@ class Rays:
 
     def __init__(self, terrain: Any):
         self.terrain = terrain
-        self._down: dict[bytes, Any] = {}  # the terrain's `DownRays` per up axis, looked up once
+        # The terrain's `DownRays` and extent per up axis, its clearance fields per up axis and leg length:
+        # looked up once (a set-up kept from frame to frame, `batch.BatchRig.rays`, keeps them too).
+        self._down: dict[bytes, Any] = {}
+        self._extent: dict[bytes, tuple[float, float]] = {}
+        self._fields: dict[tuple[bytes, float], Any] = {}
 
     def extent(self, up: np.ndarray) -> tuple[float, float]:
-        return self.terrain.extent(up)  # type: ignore[no-any-return]
+        key = up.tobytes()
+        got = self._extent.get(key)
+        if got is None:
+            got = self._extent[key] = self.terrain.extent(up)
+        return got
 
     def cast(self, points: np.ndarray, reach: Any, up: np.ndarray) -> DownHits:
         """The highest terrain within `reach` above or below each point (up: world Z on every row)."""
@@ -335,12 +344,19 @@ class Rays:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per leg length."""
         leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
         if (leg == leg[0]).all():  # the usual case: one field for every row
-            return self.terrain.clearance(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
+            return self._field(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
         for value in np.unique(leg):
             sel = np.flatnonzero(leg == value)
-            out[sel] = self.terrain.clearance(up[0], float(value)).height(points[sel])
+            out[sel] = self._field(up[0], float(value)).height(points[sel])
         return out
+
+    def _field(self, up: np.ndarray, leg: float) -> Any:
+        key = (up.tobytes(), leg)
+        field = self._fields.get(key)
+        if field is None:
+            field = self._fields[key] = self.terrain.clearance(up, leg)
+        return field
 
 
 @dataclass
@@ -359,6 +375,14 @@ class Placement:
         self.base = np.zeros((n, 3))
         self.base[:, 2] = self.floor_height
         self.scale = np.add.reduce(np.abs(norm(self.matrix[:, :3, :3], axis=1)), axis=1) / 3.0  # the mean
+
+    def repeat(self, k: int) -> Placement:
+        """The same placement over its rows `k` times, one after another (what `Placement` makes of `k`
+        copies of `matrix`, row for row)."""
+        out = copy.copy(self)
+        out.matrix = np.concatenate([self.matrix] * k)
+        out.up, out.base, out.scale = (np.concatenate([a] * k) for a in (self.up, self.base, self.scale))
+        return out
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
@@ -653,8 +677,7 @@ def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, f
             lock=None if locks[0] is None else LockTrack(**{
                 name: np.concatenate([getattr(lk, name) for lk in locks]) for name in vars(locks[0])}),
             feet=k)
-        plan = plan_foot(stacked, Placement(np.concatenate([at.matrix] * k), at.floor_height), rays,
-                         np.concatenate([window] * k), fps)
+        plan = plan_foot(stacked, at.repeat(k), rays, np.concatenate([window] * k), fps)
         for j, i in enumerate(members):
             plans[i] = plan.rows(slice(j * n, (j + 1) * n))
     return [p for p in plans if p is not None]

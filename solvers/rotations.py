@@ -107,7 +107,11 @@ def mat_to_quat(m: np.ndarray) -> np.ndarray:
         else:
             s = np.sqrt(np.maximum(1.0 + r22 - r00 - r11, 1e-300)) * 2.0
             q = ((r10 - r01) / s, (r02 + r20) / s, (r12 + r21) / s, 0.25 * s)
-        out[rows] = np.stack(q, -1)
+        if counts[k] == len(r):
+            for c in range(4):
+                out[:, c] = q[c]
+        else:
+            out[rows] = np.stack(q, -1)
     return qnormalize(out.reshape(m.shape[:-2] + (4,)))
 
 
@@ -125,8 +129,10 @@ def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         ortho = np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])))
         xyz = np.where(opposite[..., None], ortho, xyz)
         w = np.where(opposite, 0.0, w)
-    q = qnormalize(np.concatenate((w[..., None], xyz), -1))
-    return np.where(zero[..., None], _IDENTITY, q)
+    q = _empty(w.shape + (4,), w, xyz)
+    q[..., 0] = w
+    q[..., 1:] = xyz
+    return np.where(zero[..., None], _IDENTITY, qnormalize(q))
 
 
 def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
