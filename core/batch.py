@@ -212,8 +212,8 @@ class BatchRig(RigReader):
         at = Placement(self.mw, self.floor)
         world, frame = self._frames()
         feet = [lb for lb in self.limbs if lb.kind == "FOOT"]
-        step = np.broadcast_to(model.pelvis_step(max(lb.rest_length for lb in feet), at.scale, self.fps)
-                               if feet else np.inf, (n,))
+        step = model.per_row(model.pelvis_step(max(lb.rest_length for lb in feet), at.scale, self.fps)
+                             if feet else np.inf, n)
         if self.terrain is None or not feet:
             return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step, at, frame)
         rays = self.rays

@@ -26,6 +26,9 @@ class DownHits:
     height: np.ndarray  # (Q,) the hit's coordinate along up (nan where missed)
     normal: np.ndarray  # (Q, 3) unit face normals facing up (nan where missed)
 
+    def rows(self, sl: slice) -> DownHits:
+        return DownHits(self.hit[sl], self.height[sl], self.normal[sl])
+
 
 def _missed(q: int) -> DownHits:
     """`q` rays that hit nothing (yet)."""

@@ -57,6 +57,13 @@ from .tuning import (
 )
 
 
+def per_row(value: Any, n: int) -> np.ndarray:
+    """`value` (one for every row, or one per row) as `n` rows of float64: itself when it already is
+    (`np.broadcast_to`'s cost per call counts a frame at a time)."""
+    a = np.asarray(value, dtype=np.float64)
+    return a if a.shape == (n,) else np.broadcast_to(a, (n,))
+
+
 def clearance_extra(rise: Any, leg: Any) -> Any:
     """How far the clearance field lifts a foot above the ground under it, from the field's `rise` over
     that ground: the rise itself up to CLEAR_CAP x leg, then falling continuously to 0 at twice that."""
@@ -98,7 +105,7 @@ def cuts(root: np.ndarray, leg: Any, fps: float) -> np.ndarray:
     out = np.zeros(len(root), dtype=bool)
     if len(root) > 1 and fps > 0.0:
         jump = norm(np.diff(root, axis=0), axis=1) * fps
-        out[1:] = jump > CUT_SPEED * np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(root),))[1:]
+        out[1:] = jump > CUT_SPEED * per_row(leg, len(root))[1:]
     return out
 
 
@@ -188,7 +195,7 @@ def beside_jump(values: np.ndarray, limit: Any) -> np.ndarray:
     count as 0."""
     v = np.where(np.isfinite(values), values, 0.0)
     n = len(v)
-    step = np.abs(np.diff(v)) > np.broadcast_to(np.asarray(limit, dtype=np.float64), (n,))[1:]
+    step = np.abs(np.diff(v)) > per_row(limit, n)[1:]
     near = np.zeros(n + 3, dtype=bool)  # frame j at j + 1
     for k in range(4):
         near[k:k + n - 1] |= step
@@ -223,7 +230,7 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
     height = np.asarray(correction, dtype=np.float64)
     n = len(height)
-    leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (n,))
+    leg = per_row(leg, n)
     width, r, reach = _swing_spans(fps)
     valid = np.isfinite(height)
     fixed = np.asarray(pinned, dtype=bool) | ~valid
@@ -342,7 +349,7 @@ class Rays:
 
     def clearance(self, points: np.ndarray, up: np.ndarray, leg: Any) -> np.ndarray:
         """The clearance field's height under `points` (`heightfield.ClearanceField`), per leg length."""
-        leg = np.broadcast_to(np.asarray(leg, dtype=np.float64), (len(points),))
+        leg = per_row(leg, len(points))
         if (leg == leg[0]).all():  # the usual case: one field for every row
             return self._field(up[0], float(leg[0])).height(points)  # type: ignore[no-any-return]
         out = np.full(len(points), -np.inf)
@@ -462,15 +469,35 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ni,ni->n", a, b)  # type: ignore[no-any-return]
 
 
-def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray,
-               t: np.ndarray, gap: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray],
-               at: Placement,
-               leg: np.ndarray, fps: float) -> SwingLine:
+@dataclass
+class SwingRays:
+    """`swing_rays`' rays down along the swing's path, cast with the sole points' (one cast, `plan_foot`),
+    and what makes the swing's line of their hits (`line`)."""
+
+    points: np.ndarray  # (K * M, 3) where the rays start
+    reach: np.ndarray  # (K * M,)
+    up: np.ndarray  # (K * M, 3)
+    near: np.ndarray  # (K, M) each sample's weight by its distance to the foot
+    level: np.ndarray  # (K, M) the line at each sample's own place
+    base: np.ndarray  # (M,) the floor's height along up
+    partial: SwingLine  # the line, without its lift yet
+
+    def line(self, hit: DownHits) -> SwingLine:
+        """The line from the rays' hits: lifted to clear the terrain's rise above it near the foot."""
+        hh = hit.height.reshape(ARC_SAMPLES, -1) - self.base
+        lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (self.near > 0.0), (hh - self.level) * self.near, 0.0)
+        self.partial.lift = np.maximum(0.0, lifts.max(0)) if len(self.base) else np.zeros(0)
+        return self.partial
+
+
+def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray, t: np.ndarray,
+               gap: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray], at: Placement,
+               leg: np.ndarray, fps: float) -> SwingRays:
     """The swing's ground line for the frames in `rows` whose ends (`a`, `b`, grounds `ga`, `gb`) hit the
-    terrain. Along the swing's path (heel to toe) the terrain's rise above the line is sampled; each rise
-    lifts the line within ARC_WIDTH x leg of it, by a smooth window of the distance from the foot, so the
-    foot rises before a step edge and comes down after it, in space: it arcs over a step instead of
-    jumping onto it."""
+    terrain, once its rays are cast (`SwingRays.line`). Along the swing's path (heel to toe) the terrain's
+    rise above the line is sampled; each rise lifts the line within ARC_WIDTH x leg of it, by a smooth
+    window of the distance from the foot, so the foot rises before a step edge and comes down after it, in
+    space: it arcs over a step instead of jumping onto it."""
     path = b - a
     plen = norm(path, axis=1)
     idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
@@ -495,13 +522,10 @@ def swing_line(rays: Rays, rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: n
     line = ga + (gb - ga) * tau  # the line at the sample's own place
     start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
     count = ARC_SAMPLES * len(idx)
-    hit = rays.cast(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES))
-    hh = hit.height.reshape(ARC_SAMPLES, -1) - base_h
-    lifts = np.where(hit.hit.reshape(ARC_SAMPLES, -1) & (near > 0.0), (hh - line) * near, 0.0)
-    need = np.maximum(0.0, lifts.max(0)) if len(idx) else np.zeros(0)
     # A swing that starts in the air on the range's first frame ramps in at its landing only.
     ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
-    return SwingLine(idx, a, direction, plen, ga, gb, need, ramp)
+    return SwingRays(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES),
+                     near, line, base_h, SwingLine(idx, a, direction, plen, ga, gb, np.zeros(len(idx)), ramp))
 
 
 def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
@@ -605,7 +629,7 @@ def body_ground(rays: Rays, centre: np.ndarray, at: Placement, leg: np.ndarray) 
     ups = np.repeat(up, m, axis=0)
     flat = pts.reshape(-1, 3)
     h = _dot(flat, ups)
-    if np.all(up == up[0]):
+    if (up == up[0]).all():
         low, high = rays.extent(up[0])
         reach = np.maximum(np.abs(high - h), np.abs(h - low)) + np.repeat(leg, m)
     else:
@@ -701,6 +725,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     heights = np.stack([at.height(p) for p in soles], 1)
     lifted = np.maximum(0.0, heights.min(1))  # the sole's height in the animation, above its floor
     arc: Optional[SwingLine] = None
+    pending: Optional[SwingRays] = None  # the swing's rays, cast with the sole points'
     anchored = np.zeros(n, dtype=bool)  # the ground (almost) wholly from the contacts around (ANCHORED)
     held, ground_support = np.zeros(n), np.zeros(n)
     lk = foot.lock
@@ -724,7 +749,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     points = [ankle]
     if lk is not None and anchored_ground:
         points += [lk.from_point, lk.to_point]
-    reach = np.broadcast_to(reach, (n,))
+    reach = per_row(reach, n)
     hits = rays.cast(np.concatenate([p + lift for p in points]), np.concatenate([reach] * len(points)),
                      np.concatenate([up] * len(points)))
     under = DownHits(hits.hit[:n], hits.height[:n], hits.normal[:n])
@@ -755,8 +780,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
             (pa, ga), (pb, gb) = ends
-            arc = swing_line(rays, two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.opened, ankle, soles, at, leg,
-                             fps)
+            pending = swing_rays(two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.opened, ankle, soles, at, leg, fps)
     identity = np.zeros((n, 4))
     identity[:, 0] = 1.0
     tilt = identity
@@ -802,16 +826,25 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     if swing:
         assert lk is not None
         gate = lk.swing * np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
-        rests = np.broadcast_to(rest, (n,))
+        rests = per_row(rest, n)
 
-    def needs(turn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def needs(turn: np.ndarray, also: Optional[SwingRays] = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[DownHits]]:
         """How far each sole point must rise (N, sole points; -inf where a ray missed): to stand its
         animated height above the ground under it, clearance included; without the clearance (what the
         terrain right under it needs); and to touch the terrain right under it. Then the sole points turned,
-        from the ankle (S, N, 3)."""
+        from the ankle (S, N, 3), and the hits of the rays `also` (cast with the sole points', in one
+        cast), None without them."""
         turned = qrot(turn, offsets)
         ms = (target + turned).reshape(-1, 3)  # at the ground's height
-        below = rays.cast(ms, reaches, ups)
+        along = None
+        if also is None:
+            below = rays.cast(ms, reaches, ups)
+        else:
+            m = len(ms)
+            hits = rays.cast(np.concatenate((ms, also.points)), np.concatenate((reaches, also.reach)),
+                             np.concatenate((ups, also.up)))
+            below, along = hits.rows(slice(0, m)), hits.rows(slice(m, None))
         bh = (below.height - base_up).reshape(count, n)
         mh = (_dot(ms - bases, ups)).reshape(count, n)
         got = below.hit.reshape(count, n)
@@ -824,10 +857,11 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         deficits = np.where(got, need + extra, -np.inf)
         bare = np.where(got, need, -np.inf)
         touching = np.where(got, bh - mh, -np.inf)
-        return deficits.T, bare.T, touching.T, turned
+        return deficits.T, bare.T, touching.T, turned, along
 
     turn = tilt
-    found, bare, touching, turned = needs(turn)
+    found, bare, touching, turned, along = needs(turn, pending)
+    arc = pending.line(along) if pending is not None and along is not None else None
     if len(soles) > 1:
         # A foot in the air turns toe-up rather than lift its ankle for its toe.
         loose = (lk.weight == 0.0) & (lk.pitch > 0.0) if lk is not None else np.ones(n, dtype=bool)
@@ -836,7 +870,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         sel = loose & has
         if sel.any():
             turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
-            found, bare, touching, turned = needs(turn)
+            found, bare, touching, turned, _ = needs(turn)
     best = np.max(found, 1)
     if arc is not None:
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies

@@ -132,7 +132,8 @@ def q_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     q = _empty(w.shape + (4,), w, xyz)
     q[..., 0] = w
     q[..., 1:] = xyz
-    return np.where(zero[..., None], _IDENTITY, qnormalize(q))
+    q = qnormalize(q)
+    return np.where(zero[..., None], _IDENTITY, q) if zero.any() else q
 
 
 def qslerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
