@@ -240,7 +240,10 @@ class BatchRig(RigReader):
         s = self.slot
         end_frame = frame[:, s[lb.end]]
         joints = [frame[:, s[b], :3, 3] for b in lb.chain] + [world[:, s[lb.end], :3, 3]]
-        soles = [xform(world[:, s[b]], p) for b, p in lb.soles]
+        soles: list[np.ndarray] = []
+        if lb.soles:  # every sole point at once (N, points, 3)
+            at = xform(world[:, [s[b] for b, _p in lb.soles]], np.array([p for _b, p in lb.soles]))
+            soles = [at[:, k] for k in range(len(lb.soles))]
         ball = world[:, s[lb.toe], :3, 3] if lb.toe >= 0 else (soles[-1] if soles else None)
         return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
                     self.locks(lb, start, self.frames), ball=ball)
@@ -263,7 +266,7 @@ class BatchRig(RigReader):
             basis[:, :3, 3] = self.loc[:, p]
             basis[:, 3, 3] = 1.0
             parent = arm[:, p] @ affine_inv(basis)
-            arm_delta = np.einsum("nij,nj->ni", linear_inv(mw), up * offset[:, None])
+            arm_delta = np.einsum("nij,nj->ni", linear_inv(mw), shift)
             local = np.einsum("nij,nj->ni", linear_inv(parent), arm_delta)
             loc = np.where(moved[:, None], self.loc[:, p] + local, self.loc[:, p])
             out[(pbs[self.pelvis].name, "location")] = (loc, moved)
@@ -309,8 +312,11 @@ class BatchRig(RigReader):
 
     def _rotations(self) -> np.ndarray:
         """Every used bone's rotation channels as quaternions (N, k, 4), whatever its rotation mode."""
+        modes = set(self.modes)
+        if len(modes) == 1:  # every bone in one mode (the usual rig)
+            return channel_quat(self.modes[0], self.quat, self.euler, self.aa)
         rots = np.empty(self.quat.shape[:2] + (4,))
-        for mode in set(self.modes):  # the bones of each mode at once
+        for mode in modes:  # the bones of each mode at once
             j = [k for k, m in enumerate(self.modes) if m == mode]
             rots[:, j] = channel_quat(mode, self.quat[:, j], self.euler[:, j], self.aa[:, j])
         return rots

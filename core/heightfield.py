@@ -18,6 +18,7 @@ import numpy as np
 from .tuning import CLEAR_RADIUS, CLEAR_SLOPE, CLEAR_SPACING, CLEAR_TILE
 
 _EDGE_EPS = 1e-9
+_DX, _DY = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])  # a raster cell's corners
 
 
 @dataclass
@@ -206,18 +207,25 @@ class ClearanceField:
         out = np.full(len(q), -np.inf)
         rows = np.flatnonzero(ok)
         if len(rows):
-            code = tile[rows, 0] * (self.dims[1] // CLEAR_TILE + 1) + tile[rows, 1]  # a tile's number
+            wide = int(self.dims[1] // CLEAR_TILE + 1)
+            code = tile[rows, 0] * wide + tile[rows, 1]  # a tile's number
             # A frame at a time: one tile or two.
             keys = code[:1] if (code == code[0]).all() else sorted(set(code.tolist())) if len(code) <= 64 else np.unique(code)
+            x, y = local[rows, 0], local[rows, 1]
+            corners = np.empty((len(rows), 4))  # (x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)
             for key in keys:
-                sel = rows if len(keys) == 1 else rows[code == key]
-                ti, tj = (int(c) for c in tile[sel[0]])
+                ti, tj = divmod(int(key), wide)
                 field = self.tiles.get((ti, tj))
                 if field is None:
                     field = self.tiles[(ti, tj)] = self._tile(ti, tj)
-                x, y = local[sel, 0], local[sel, 1]
-                fx, fy = f[sel, 0], f[sel, 1]
-                out[sel] = ((field[x, y] * (1 - fx) + field[x + 1, y] * fx) * (1 - fy)
-                            + (field[x, y + 1] * (1 - fx) + field[x + 1, y + 1] * fx) * fy)
+                if len(keys) == 1:
+                    corners[:] = field[x[:, None] + _DX, y[:, None] + _DY]
+                else:
+                    sel = code == key
+                    corners[sel] = field[x[sel, None] + _DX, y[sel, None] + _DY]
+            fx, fy = f[rows, 0], f[rows, 1]
+            gx = 1 - fx
+            out[rows] = ((corners[:, 0] * gx + corners[:, 1] * fx) * (1 - fy)
+                         + (corners[:, 2] * gx + corners[:, 3] * fx) * fy)
         out = np.where(out > -1e29, out, -np.inf)
         return out.reshape(shape)

@@ -460,8 +460,8 @@ class SwingLine:
     ramp: np.ndarray
 
     def height(self, points: np.ndarray) -> np.ndarray:
-        """The line's height at points (its rows): extrapolated past the ends, exact on a plane."""
-        x = np.einsum("ni,ni->n", points - self.start, self.direction) / self.length
+        """The line's height at points (..., its rows, 3): extrapolated past the ends, exact on a plane."""
+        x = np.einsum("...i,...i->...", points - self.start, self.direction) / self.length
         return self.h0 + (self.h1 - self.h0) * x + self.lift  # type: ignore[no-any-return]
 
 
@@ -880,10 +880,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # (SWING_LIFT: a toe pivoting at lift-off stays on the terrain under it), though no longer once the
         # foot is well clear of its contacts in time (`LockTrack.free`).
         idx = arc.rows
-        overs = []
-        for m, h in zip((target + turned)[:, idx], heights.T):
-            overs.append(arc.height(m) + np.maximum(0.0, h[idx]) - _dot(m - base[idx], up[idx]))
-        over = np.max(np.stack(overs, 1), 1)
+        m = (target + turned)[:, idx]  # (S, M, 3): every sole point at once
+        over = (arc.height(m) + np.maximum(0.0, heights.T[:, idx])
+                - np.einsum("...i,...i->...", m - base[idx], up[idx])).max(0)
         under_only = np.where(np.isfinite(best[idx]), best[idx], over)
         free = lk.free[idx] if lk is not None else 0.0
         w = arc.ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)

@@ -23,7 +23,7 @@ def _empty(shape: tuple[int, ...], *arrays: np.ndarray) -> np.ndarray:
 
 
 def _shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
-    return a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+    return a.shape if a.shape == b.shape else np.broadcast(a, b).shape  # not `np.broadcast_shapes`: its cost per call
 
 
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -43,7 +43,10 @@ def qconj(q: np.ndarray) -> np.ndarray:
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
     n = norm(q, keepdims=True)
-    return np.where(n > 0.0, q / np.where(n > 0.0, n, 1.0), _IDENTITY)
+    positive = n > 0.0
+    if positive.all():
+        return q / n
+    return np.where(positive, q / np.where(positive, n, 1.0), _IDENTITY)
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
