@@ -788,30 +788,35 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # The foot turns to the ground while within ALIGN_FADE x leg above the floor.
         contact = np.minimum(np.maximum(1.0 - clearance / (ALIGN_FADE * leg), 0.0), 1.0)
         normal = np.where(planned[:, None], under.normal, up)
-        full = q_between(up, normal)
+        # A held ball (below) also needs the ground's whole turn (within the limit) at the ankle's lock point:
+        # found with the foot's, its rows after the foot's (every step row by row: one pass, the same values).
+        holds = lk is not None and anchored_ground and bool(lk.ball.any() or lk.carry.any())
+        rows, limit, ups = contact, foot.max_align, up
+        if holds:
+            at_lock = hits.hit[n:2 * n]
+            normal = np.concatenate((normal, np.where(at_lock[:, None], hits.normal[n:2 * n], up)))
+            rows, limit, ups = np.concatenate((contact, np.ones(n))), np.tile(per_row(limit, n), 2), np.tile(up, (2, 1))
+        full = q_between(ups, normal)
         angle = 2.0 * np.arccos(np.minimum(np.abs(full[:, 0]), 1.0))
-        allowed = np.minimum(angle, foot.max_align)
-        frac = np.where((angle > 1e-9) & (contact > 0.0), contact * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
-        tilt = qslerp(identity, full, frac)
+        allowed = np.minimum(angle, limit)
+        frac = np.where((angle > 1e-9) & (rows > 0.0), rows * allowed / np.where(angle > 1e-9, angle, 1.0), 0.0)
+        turns = qslerp(np.tile(identity, (2, 1)) if holds else identity, full, frac)
+        tilt = turns[:n]
         if not np.all(foot.align):
             tilt = np.where(np.asarray(foot.align)[:, None], tilt, identity)
-        if lk is not None and anchored_ground and (lk.ball.any() or lk.carry.any()):
+        if lk is not None and holds:
             # The turn is about the ankle, so the held ball would move with it as the ground under the moving
             # ankle turns. It stays where it was on the frame before it was held, when the ankle was at the
-            # lock point (`from_point` in a contact) and turned to the ground there: the ankle goes where that
-            # puts the ball, turned as it is now.
-            at_lock = hits.hit[n:2 * n]
-            was = q_between(up, np.where(at_lock[:, None], hits.normal[n:2 * n], up))
-            was_angle = 2.0 * np.arccos(np.minimum(np.abs(was[:, 0]), 1.0))
-            turned = was_angle > 1e-9
-            was_frac = np.where(turned, np.minimum(was_angle, foot.max_align) / np.where(turned, was_angle, 1.0), 0.0)
-            was = qslerp(identity, was, was_frac)
+            # lock point (`from_point` in a contact) and turned to the ground there (`was`): the ankle goes
+            # where that puts the ball, turned as it is now.
+            was = turns[n:]
             off = lk.point - lk.from_point  # the ball from the ankle's lock point, as held
             rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]  # as animated
-            shift = (qrot(was, off) - off) - (qrot(tilt, rel) - rel)
             # After it, the shift at lift-off carried on (with the turn at the lock point), faded as the
-            # correction is, so the ankle does not jump as the ball is let go.
-            shift = np.where((lk.ball > 0.0)[:, None], shift, qrot(was, lk.carry) - lk.carry)
+            # correction is, so the ankle does not jump as the ball is let go. The three turns in one pass.
+            moves = np.concatenate((off, rel, lk.carry))
+            moves = qrot(np.concatenate((was, tilt, was)), moves) - moves
+            shift = np.where((lk.ball > 0.0)[:, None], moves[:n] - moves[n:2 * n], moves[2 * n:])
             shift = (shift - up * _dot(shift, up)[:, None]) * np.asarray(foot.align, dtype=np.float64)[..., None]
             ankle = ankle + shift
             soles = [p + shift for p in soles]
