@@ -480,6 +480,7 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "fps": scene.render.fps / scene.render.fps_base,
         "action": reports[0].action_name,
         "source_action": reports[0].source_name,
+        "bake_read": reports[0].read,  # how the bake obtained the animation's result (see core/bake.py)
         "output": str(out) if out is not None else None,
         "exports": [str(e) for e in exports],
         "quality": quality,

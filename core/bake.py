@@ -3,9 +3,11 @@
 One sweep over the frame range serves every rig being baked: each frame is set once and each rig's pose
 is read into arrays (`reader.RigReader`, with live preview paused, so nothing is written during the
 sweep); then every rig is planted over all frames at once by the same computation live preview runs
-(`batch.BatchRig.compute`). At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose
-driven channels are replaced by the baked keys, written in bulk (`keyframe_points.add` +
-`foreach_set`) in each bone's rotation mode, continuous (no quaternion sign flips, no Euler wraps).
+(`batch.BatchRig.compute`). A rig whose live preview holds a valid frame cache over the range is not read
+at all: that cache is this computation's result, so the bake copies it (`BakeReport.read` says which ran).
+At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose driven channels are replaced by
+the baked keys, written in bulk (`keyframe_points.add` + `foreach_set`) in each bone's rotation mode,
+continuous (no quaternion sign flips, no Euler wraps).
 The source action is never written to; it keeps a fake user so it is never lost.
 """
 
@@ -26,7 +28,7 @@ from .contacts import fps_of
 from .errors import UserError
 from .ground import terrain_objects
 from .rig import settings
-from .state import caches
+from .state import FrameCache, caches
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,10 @@ SOURCE_KEY = "contact_ik_source"
 SUFFIX = " [Contact IK]"
 UNKEYED_KEY = "contact_ik_unkeyed"
 
+
+# How a rig's baked values were obtained (`BakeReport.read`).
+SWEEP = "replayed the animation frame by frame"
+CACHE = "copied live preview's frame cache"
 
 # The bake cannot run; the message says how to fix it.
 BakeError = UserError
@@ -50,6 +56,7 @@ class RigBake:
     slot_identifier: Optional[str]
     action: Optional[bpy.types.Action] = None
     batch: Any = None  # its `batch.BatchRig`: the frames read, and the computation over them
+    cached: Optional[FrameCache] = None  # live preview's valid frame cache over the range: copied, not read
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
 
 
@@ -61,6 +68,7 @@ class BakeReport:
     frames: int
     seconds: float
     channels: int
+    read: str = SWEEP  # how the animation's result was obtained: SWEEP or CACHE
 
 
 def is_baked(action: Optional[bpy.types.Action]) -> bool:
@@ -119,7 +127,7 @@ class BakeJob:
             width = sum(c.size for c in chans)
             slot = anim.slot_of(obj)
             self.rigs.append(RigBake(obj, terrain, chans, np.empty((0, width)), anim.action_of(obj),
-                                     getattr(slot, "identifier", None)))
+                                     getattr(slot, "identifier", None), cached=_valid_cache(obj, chans, start, end)))
         # Live preview steps aside during the sweep; the animation's values go back into its channels.
         self.was_live = {r.obj.name for r in self.rigs if r.obj.name in state.live_rigs}
         self._pause = ExitStack()
@@ -135,15 +143,20 @@ class BakeJob:
         # The frames read: the range and the frames around it that the feet's smoothing between contacts
         # reaches (`model.context_frames`), so a range bakes as it plays in live preview's longer range.
         self.pad = model.context_frames(self.fps)
-        self.read = range(start - self.pad, end + self.pad + 1)
+        # Rigs with a valid frame cache are not read: when every rig has one, nothing is swept.
+        if all(r.cached is not None for r in self.rigs):
+            self.read = range(start, start)
+        else:
+            self.read = range(start - self.pad, end + self.pad + 1)
         for r in self.rigs:
-            r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
+            if r.cached is None:
+                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
         self.total = len(self.read)
         self.done = 0
 
     @property
     def progress(self) -> float:
-        return self.done / self.total
+        return self.done / self.total if self.total else 1.0
 
     def step(self, count: int) -> bool:
         """Read the next `count` frames; True when every frame is read."""
@@ -152,7 +165,8 @@ class BakeJob:
         for i in range(self.done, last):
             scene.frame_set(self.read[i])
             for rig in self.rigs:
-                rig.batch.read(i)
+                if rig.batch is not None:
+                    rig.batch.read(i)
             self.done = i + 1
         return self.done >= self.total
 
@@ -166,12 +180,12 @@ class BakeJob:
             self.step(self.total - self.done)
         reports = []
         for rig in self.rigs:
-            _fill_from_batch(rig)
+            fill(rig, self.frames)
             make_continuous(rig)
             rig.action = write_action(rig, self.frames)
             reports.append(BakeReport(rig.obj.name, rig.action.name, rig.source.name if rig.source else "",
                                       len(self.frames), time.perf_counter() - self.started,
-                                      len(rig.channels)))
+                                      len(rig.channels), CACHE if rig.cached is not None else SWEEP))
         self._restore()
         return reports
 
@@ -184,6 +198,38 @@ class BakeJob:
             except Exception:  # the frame-by-frame preview still works without it
                 log.debug("rebuilding the live preview's frame cache failed", exc_info=True)
         self.scene.frame_set(self.saved_frame)
+
+
+def _valid_cache(obj: bpy.types.Object, channels: list[Channel], start: int, end: int) -> Optional[FrameCache]:
+    """The rig's live preview frame cache when it holds every channel the bake writes over [start, end]. A
+    cache exists only while nothing it depends on has changed since it was built (any edit drops it), and
+    it was built by the computation the bake runs, over the preview's range and the frames around it."""
+    if obj.name not in state.live_rigs:
+        return None
+    cache = caches.frames.get(obj.name)
+    if not isinstance(cache, FrameCache) or not (cache.start <= start and end <= cache.end):
+        return None
+    if any((c.bone, c.prop) not in cache.values for c in channels):
+        return None
+    return cache
+
+
+def fill(rig: RigBake, frames: range) -> None:
+    """The rig's baked values over `frames`: copied from live preview's frame cache, or computed from the
+    frames the job read."""
+    if rig.cached is not None:
+        _fill_from_cache(rig, frames)
+    else:
+        _fill_from_batch(rig)
+
+
+def _fill_from_cache(rig: RigBake, frames: range) -> None:
+    """The bake's values copied from live preview's frame cache: what the viewport showed on each frame."""
+    cache = rig.cached
+    assert cache is not None
+    rows = slice(frames[0] - cache.start, frames[-1] - cache.start + 1)
+    rig.values = np.concatenate([cache.values[(c.bone, c.prop)][rows] for c in rig.channels],
+                                axis=1).astype(np.float64)
 
 
 def _fill_from_batch(rig: RigBake) -> None:

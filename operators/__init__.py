@@ -279,7 +279,8 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
             self.report({"WARNING"}, w)
         limbs = sum(len([lb for lb in settings(o).limbs if lb.enabled]) for o in objs)
         self.report({"INFO"}, f"Baked {limbs} limb(s) over {len(frames)} frames ({frames[0]}-{frames[-1]}): "
-                              f"{names} in {took:.2f} s" + (f"; {worst}" if worst else "")
+                              f"{names} in {took:.2f} s ({', '.join(sorted({r.read for r in reports}))})"
+                              + (f"; {worst}" if worst else "")
                               + (f"; {len(warnings)} warning(s)" if warnings else ""))
         return {"FINISHED"}
 

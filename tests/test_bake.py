@@ -96,6 +96,62 @@ def test_bake_equals_live_preview_and_keeps_the_source():
     assert baked.use_fake_user  # the bake stays one click away too
 
 
+def _keys(obj):
+    """Every baked F-curve's key values (frames x 2: frame, value), by (data path, index)."""
+    return {(fc.data_path, fc.array_index): np.array([tuple(k.co) for k in fc.keyframe_points]) for fc in _fcurves(obj)}
+
+
+def test_a_bake_copies_a_valid_live_cache_and_equals_a_bake_that_replays_the_animation():
+    obj, terrain, leg = _four_limb_walker("stairs")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    start, end = scene.frame_start, scene.frame_end
+    assert obj.name in live.caches.frames  # Plant Feet built live preview's frame cache
+
+    def baked(first, last):
+        job = bake.BakeJob([obj], first, last, scene)
+        swept = job.total
+        (report,) = job.finish()
+        keys, poses = _keys(obj), _live_poses(obj)
+        assert bake.use_source(obj) is not None
+        return report.read, swept, keys, poses
+
+    # With the cache valid over the range, nothing is replayed: the cache is copied.
+    read, swept, copied, copied_poses = baked(start, end)
+    assert (read, swept) == (bake.CACHE, 0)
+    # Without a cache (an edit drops it) the bake replays the animation, and gives the same keys.
+    live.precompute(obj, scene)
+    assert obj.name in live.caches.frames
+    live.caches.frames.pop(obj.name)  # as an edit does (`live.invalidate_frames`)
+    read, swept, replayed, replayed_poses = baked(start, end)
+    assert read == bake.SWEEP and swept > end - start
+    assert copied.keys() == replayed.keys()
+    assert max(float(np.abs(copied[k] - replayed[k]).max()) for k in copied) <= 1e-5
+    assert _max_gap(copied_poses, replayed_poses) <= 1e-5 * leg
+    # A part of the range is copied from the cache too (what live preview showed on those frames).
+    live.precompute(obj, scene)
+    read, swept, part, _poses = baked(start + 5, end - 5)
+    assert (read, swept) == (bake.CACHE, 0)
+    for k, v in part.items():
+        inside = (v[:, 0] >= start + 5) & (v[:, 0] <= end - 5)
+        assert inside.sum() == end - start - 9
+        rows = (copied[k][:, 0] >= start + 5) & (copied[k][:, 0] <= end - 5)
+        assert np.abs(v[inside] - copied[k][rows]).max() <= 1e-6
+
+
+def test_a_setting_changed_after_the_cache_was_built_makes_the_bake_replay():
+    obj, terrain, leg = _walker("noise")
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    assert obj.name in live.caches.frames
+    s = props.settings(obj)
+    s.limbs[0].enabled = False  # an edit: the cache no longer holds what the bake must write
+    job = bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene)
+    assert job.total > 0
+    (report,) = job.finish()
+    assert report.read == bake.SWEEP
+
+
 def test_bake_is_one_undo_step():
     obj, terrain, leg = _walker("flat")
     _plant(obj, terrain)
@@ -154,6 +210,7 @@ def test_cancelled_bake_leaves_everything_as_it_was():
     source = obj.animation_data.action
     keys = anim.channel_snapshot(source, anim.slot_of(obj))
     actions = len(bpy.data.actions)
+    live.caches.frames.pop(obj.name)  # as after an edit: with a valid frame cache nothing would be swept
     job = bake.BakeJob([obj], 1, 48, scene)
     assert not job.step(10)
     assert job.total == 48 + 2 * job.pad  # the range, and the frames around it the feet's smoothing reaches
@@ -192,6 +249,7 @@ def test_bake_follows_an_animated_armature_object():
     obj.keyframe_insert("location", frame=48)
     _plant(obj, terrain)
     scene = bpy.context.scene
+    live.caches.frames.pop(obj.name)  # the sweep is what reads the object (a valid frame cache is copied)
     job = bake.BakeJob([obj], 1, 48, scene)
     assert not job.rigs[0].batch.static_object
     job.finish()
@@ -390,6 +448,7 @@ def test_a_bake_of_part_of_the_range_matches_the_whole_where_the_feet_are_smooth
     obj, terrain, leg = _walker(kind)
     _plant(obj, terrain)
     scene = bpy.context.scene
+    live.caches.frames.pop(obj.name)  # both bakes sweep (a valid frame cache would be copied)
     whole = bake.BakeJob([obj], 1, 48, scene)
     whole.step(whole.total)
     bake._fill_from_batch(whole.rigs[0])
