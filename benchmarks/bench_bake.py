@@ -71,6 +71,9 @@ def build_scene(frames: int) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     scenes.author_walk(obj, frames=48)
     for fc in harness_fcurves(obj):
         fc.modifiers.new("CYCLES")
+    # Blender evaluates a copy of the action: without this tag the copy keeps no modifier, and the rig
+    # would stand still after frame 48 (as these benchmarks' rigs did until this was found).
+    obj.animation_data.action.update_tag()
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
     leg = scenes.leg_length(obj)

@@ -65,6 +65,7 @@ def build(count: int, frames: int, rig: str = "lean") -> list[bpy.types.Object]:
     anim = common.module("core.anim")
     for fc in anim.fcurves(first.animation_data.action, anim.slot_of(first)):
         fc.modifiers.new("CYCLES")  # the walk cycle repeats in place: the crowd stays on its terrain
+    first.animation_data.action.update_tag()  # Blender evaluates a copy of the action: give it the modifiers
     scene.frame_start, scene.frame_end = 1, frames
     leg = scenes.leg_length(first)
     side = math.ceil(math.sqrt(count))

@@ -4,7 +4,9 @@ One sweep over the frame range serves every rig being baked: each frame is set o
 is read into arrays (`reader.RigReader`, with live preview paused, so nothing is written during the
 sweep); then every rig is planted over all frames at once by the same computation live preview runs
 (`batch.BatchRig.compute`). A rig whose live preview holds a valid frame cache over the range is not read
-at all: that cache is this computation's result, so the bake copies it (`BakeReport.read` says which ran).
+at all: that cache is this computation's result, so the bake copies it. A rig that only its own action
+moves is read from the action's F-curves without setting a frame (`fkread`). `BakeReport.read` says which
+of the three ran, and why a rig was replayed.
 At the end each rig gets a copy of its action (`Walk [Contact IK]`) whose driven channels are replaced by
 the baked keys, written in bulk (`keyframe_points.add` + `foreach_set`) in each bone's rotation mode,
 continuous (no quaternion sign flips, no Euler wraps).
@@ -22,7 +24,7 @@ from typing import Any, Optional
 import bpy
 import numpy as np
 
-from . import anim, batch, checks, live, model, state
+from . import anim, batch, checks, fkread, live, model, state
 from .checks import Channel, driven_channels, limb_is_usable  # noqa: F401  (Channel: the bake's channels)
 from .contacts import fps_of
 from .errors import UserError
@@ -57,6 +59,7 @@ class RigBake:
     action: Optional[bpy.types.Action] = None
     batch: Any = None  # its `batch.BatchRig`: the frames read, and the computation over them
     cached: Optional[FrameCache] = None  # live preview's valid frame cache over the range: copied, not read
+    read: str = ""  # how its animation was read: CACHE, fkread.FCURVES or SWEEP (with why)
     unkeyed: dict[str, list[float]] = field(default_factory=dict)  # driven channels the source does not key
 
 
@@ -68,7 +71,7 @@ class BakeReport:
     frames: int
     seconds: float
     channels: int
-    read: str = SWEEP  # how the animation's result was obtained: SWEEP or CACHE
+    read: str = SWEEP  # how the animation was read: CACHE, fkread.FCURVES, or SWEEP and why
 
 
 def is_baked(action: Optional[bpy.types.Action]) -> bool:
@@ -143,15 +146,18 @@ class BakeJob:
         # The frames read: the range and the frames around it that the feet's smoothing between contacts
         # reaches (`model.context_frames`), so a range bakes as it plays in live preview's longer range.
         self.pad = model.context_frames(self.fps)
-        # Rigs with a valid frame cache are not read: when every rig has one, nothing is swept.
-        if all(r.cached is not None for r in self.rigs):
-            self.read = range(start, start)
-        else:
-            self.read = range(start - self.pad, end + self.pad + 1)
+        # Rigs with a valid frame cache are not read; rigs only their action moves are read from its F-curves;
+        # the others are read by setting each frame (when there is none, nothing is swept).
+        self.read = range(start - self.pad, end + self.pad + 1)
         for r in self.rigs:
-            if r.cached is None:
-                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
-        self.total = len(self.read)
+            if r.cached is not None:
+                r.read = CACHE
+                continue
+            r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
+            why = fkread.read_all(r.batch, self.scene)
+            r.read = fkread.FCURVES if why is None else f"{SWEEP}: {why}"
+        self.swept = [r for r in self.rigs if r.read.startswith(SWEEP)]
+        self.total = len(self.read) if self.swept else 0
         self.done = 0
 
     @property
@@ -164,9 +170,8 @@ class BakeJob:
         last = min(self.done + count, self.total)
         for i in range(self.done, last):
             scene.frame_set(self.read[i])
-            for rig in self.rigs:
-                if rig.batch is not None:
-                    rig.batch.read(i)
+            for rig in self.swept:
+                rig.batch.read(i)
             self.done = i + 1
         return self.done >= self.total
 
@@ -185,7 +190,7 @@ class BakeJob:
             rig.action = write_action(rig, self.frames)
             reports.append(BakeReport(rig.obj.name, rig.action.name, rig.source.name if rig.source else "",
                                       len(self.frames), time.perf_counter() - self.started,
-                                      len(rig.channels), CACHE if rig.cached is not None else SWEEP))
+                                      len(rig.channels), rig.read))
         self._restore()
         return reports
 

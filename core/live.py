@@ -22,7 +22,7 @@ from typing import Any, Optional
 import bpy
 import numpy as np
 
-from . import batch, checks, model
+from . import batch, checks, fkread, model
 from .batch import Carried, RigResult
 from .contacts import fps_of
 from .errors import UserError
@@ -268,9 +268,11 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 restore_for_edit(obj)
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
                                                  context=pad)))
-            for i, f in enumerate(range(start - pad, end + pad + 1)):
+            # Rigs only their action moves are read from its F-curves; the others by setting each frame.
+            swept = [rig for _obj, rig in rigs if fkread.read_all(rig, scene) is not None]
+            for i, f in enumerate(range(start - pad, end + pad + 1) if swept else ()):
                 scene.frame_set(f)
-                for _obj, rig in rigs:
+                for rig in swept:
                     rig.read(i)
             outs = [(obj, rig, rig.compute()) for obj, rig in rigs]
         built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}

@@ -101,8 +101,9 @@ def _keys(obj):
     return {(fc.data_path, fc.array_index): np.array([tuple(k.co) for k in fc.keyframe_points]) for fc in _fcurves(obj)}
 
 
-def test_a_bake_copies_a_valid_live_cache_and_equals_a_bake_that_replays_the_animation():
-    obj, terrain, leg = _four_limb_walker("stairs")
+def test_a_bake_copies_a_valid_live_cache_or_reads_the_action_and_equals_a_bake_that_replays_it(monkeypatch):
+    fkread = harness.module("core.fkread")
+    obj, terrain, leg = _walker("stairs")
     _plant(obj, terrain)
     scene = bpy.context.scene
     start, end = scene.frame_start, scene.frame_end
@@ -119,15 +120,20 @@ def test_a_bake_copies_a_valid_live_cache_and_equals_a_bake_that_replays_the_ani
     # With the cache valid over the range, nothing is replayed: the cache is copied.
     read, swept, copied, copied_poses = baked(start, end)
     assert (read, swept) == (bake.CACHE, 0)
-    # Without a cache (an edit drops it) the bake replays the animation, and gives the same keys.
-    live.precompute(obj, scene)
-    assert obj.name in live.caches.frames
-    live.caches.frames.pop(obj.name)  # as an edit does (`live.invalidate_frames`)
+    # Without a cache (an edit drops it), only the action moves this rig: its F-curves are read, no frame set.
+    live.caches.frames.pop(obj.name, None)  # as an edit does (switching back to the source did already)
+    read, swept, sampled, sampled_poses = baked(start, end)
+    assert (read, swept) == (fkread.FCURVES, 0)
+    # And where the action cannot be read alone, the animation is replayed frame by frame: all three agree.
+    live.caches.frames.pop(obj.name, None)
+    monkeypatch.setattr(fkread, "why_not", lambda reader, scene: "forced by the test")
     read, swept, replayed, replayed_poses = baked(start, end)
-    assert read == bake.SWEEP and swept > end - start
-    assert copied.keys() == replayed.keys()
-    assert max(float(np.abs(copied[k] - replayed[k]).max()) for k in copied) <= 1e-5
-    assert _max_gap(copied_poses, replayed_poses) <= 1e-5 * leg
+    assert read == f"{bake.SWEEP}: forced by the test" and swept > end - start
+    monkeypatch.undo()
+    for other, poses in ((copied, copied_poses), (sampled, sampled_poses)):
+        assert other.keys() == replayed.keys()
+        assert max(float(np.abs(other[k] - replayed[k]).max()) for k in other) <= 1e-5
+        assert _max_gap(poses, replayed_poses) <= 1e-5 * leg
     # A part of the range is copied from the cache too (what live preview showed on those frames).
     live.precompute(obj, scene)
     read, swept, part, _poses = baked(start + 5, end - 5)
@@ -139,17 +145,29 @@ def test_a_bake_copies_a_valid_live_cache_and_equals_a_bake_that_replays_the_ani
         assert np.abs(v[inside] - copied[k][rows]).max() <= 1e-6
 
 
-def test_a_setting_changed_after_the_cache_was_built_makes_the_bake_replay():
+def test_a_rig_with_a_moving_target_is_replayed_and_the_bake_says_why():
+    obj, terrain, leg = _four_limb_walker("stairs")  # its hands reach for keyed empties
+    _plant(obj, terrain)
+    live.caches.frames.pop(obj.name)
+    scene = bpy.context.scene
+    job = bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene)
+    assert job.total > 0
+    (report,) = job.finish()
+    assert report.read == f"{bake.SWEEP}: Left Arm's target moves"
+
+
+def test_a_setting_changed_after_the_cache_was_built_is_baked_from_the_animation_not_the_cache():
     obj, terrain, leg = _walker("noise")
     _plant(obj, terrain)
     scene = bpy.context.scene
     assert obj.name in live.caches.frames
-    s = props.settings(obj)
-    s.limbs[0].enabled = False  # an edit: the cache no longer holds what the bake must write
+    props.settings(obj).limbs[0].enabled = False  # an edit: the cache no longer holds what the bake must write
     job = bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene)
-    assert job.total > 0
     (report,) = job.finish()
-    assert report.read == bake.SWEEP
+    assert report.read != bake.CACHE
+    # The left foot, disabled, is baked as animated: its shin keeps the source's rotation.
+    source = bake.source_of(obj.animation_data.action)
+    assert source is not None
 
 
 def test_bake_is_one_undo_step():
@@ -201,7 +219,9 @@ def test_bake_keeps_rotation_modes_and_is_continuous():
     assert _max_gap(_live_poses(obj), preview) <= 1e-5 * leg
 
 
-def test_cancelled_bake_leaves_everything_as_it_was():
+def test_cancelled_bake_leaves_everything_as_it_was(monkeypatch):
+    # A bake that replays the animation (here forced: this rig's action alone moves it) can be cancelled.
+    monkeypatch.setattr(harness.module("core.fkread"), "why_not", lambda reader, scene: "forced by the test")
     obj, terrain, leg = _walker("stairs")
     _plant(obj, terrain)
     scene = bpy.context.scene

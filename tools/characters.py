@@ -252,6 +252,7 @@ def loop_cycles(tmp: pathlib.Path) -> bpy.types.Object:
     from_harness = harness.module("core.anim")
     for fc in from_harness.fcurves(rig.animation_data.action, from_harness.slot_of(rig)):
         fc.modifiers.new("CYCLES")
+    rig.animation_data.action.update_tag()  # Blender evaluates a copy of the action: give it the modifiers
     bpy.context.scene.frame_end = 3 * 2 * demo_scene.CYCLE
     return rig
 

@@ -1,0 +1,254 @@
+"""Reading a rig's animation without replaying it (issue 21, item 2).
+
+A sweep sets every frame (`scene.frame_set`) to read the pose Blender evaluates. Where nothing but the
+rig's own action moves the bones the solve reads, the same values come from the action alone: each of its
+F-curves is evaluated at every frame (`FCurve.evaluate`: keys, interpolation, extrapolation and modifiers,
+as Blender evaluates them), and the pose matrices follow by forward kinematics in numpy (rest matrices,
+location, rotation in each bone's mode, scale), as `BKE_pose_where_is` computes them.
+
+`why_not` says when this does not hold and the sweep must run: NLA, drivers, a moving armature object,
+constraints or non-default inheritance on a bone the solve reads or any of its parents, animated limb
+weights, moving targets or poles, time remapping. `read_all` then checks itself against Blender: it sets
+a few frames spread over the range (`CHECKS`) and compares the pose Blender evaluated there with its own,
+channels and matrices, and declines on any difference. Whatever the list misses (an action whose
+evaluated copy is stale, say: F-curve modifiers added from Python without `update_tag`) then falls back
+to the sweep instead of baking something Blender would not play.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from ..solvers.rotations import channel_quat, qmat
+from . import anim
+
+if TYPE_CHECKING:
+    import bpy
+
+    from .reader import RigReader
+
+# What the bake reports when it read the animation this way (`bake.BakeReport.read`).
+FCURVES = "sampled the action's F-curves (no replay)"
+# The current frame's pose, as Blender evaluated it, against the F-curves and the forward kinematics here:
+# differences larger than this (x the armature's size, or in a rotation matrix entry) decline the read.
+TOLERANCE = 1e-4
+# Frames set to check the read against Blender's own evaluation (spread over the range, both ends included).
+CHECKS = 6
+# Longest range read this way: it runs before a bake's steps, so it shows no progress and cannot be
+# cancelled (about 0.05 ms per frame for a mocap skeleton's 100 F-curves); longer ranges are swept.
+MAX_FRAMES = 20_000
+# Frames computed at a time (bounds the memory of the channel values and matrices).
+CHUNK = 2048
+_CHANNELS = (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3), ("rotation_axis_angle", 4),
+             ("scale", 3))
+
+
+def _closure(obj: bpy.types.Object, used: Sequence[int]) -> list[int]:
+    """The pose-bone indices of `used` and all their parents, parents before children."""
+    pbs = obj.pose.bones
+    index = {pb.name: i for i, pb in enumerate(pbs)}
+    seen: set[int] = set()
+    order: list[int] = []
+
+    def visit(i: int) -> None:
+        if i in seen:
+            return
+        parent = pbs[i].parent
+        if parent is not None:
+            visit(index[parent.name])
+        seen.add(i)
+        order.append(i)
+
+    for i in used:
+        visit(int(i))
+    return order
+
+
+def why_not(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
+    """None when `reader`'s rig can be read from its action alone; else why the animation must be replayed."""
+    obj = reader.obj
+    if reader.frames > MAX_FRAMES:
+        return f"the range is longer than {MAX_FRAMES:,} frames (read with progress, and Esc to cancel)"
+    ad = obj.animation_data
+    if obj.data.pose_position != "POSE":
+        return "the armature shows its rest position"
+    if ad is not None:
+        if any(not t.mute for t in ad.nla_tracks):
+            return "it has NLA tracks"
+        if len(ad.drivers):
+            return "it has drivers"
+        if ad.action is not None and (ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE"):
+            return "its action is blended (influence or blend type)"
+    data_ad = obj.data.animation_data
+    if data_ad is not None and (data_ad.action is not None or len(data_ad.drivers) or len(data_ad.nla_tracks)):
+        return "its armature data is animated"
+    if not reader.static_object:
+        return "the armature object moves (animation, parent or constraint)"
+    if reader._animated_weights:
+        return "limb weights are animated"
+    for lb in reader.limbs:
+        if lb.targets is not None and not lb.static_target:
+            return f"{lb.name}'s target moves"
+        if lb.poles is not None and not lb.static_pole:
+            return f"{lb.name}'s pole moves"
+    render = scene.render
+    if render.frame_map_old != render.frame_map_new:
+        return "the scene remaps time"
+    pbs = obj.pose.bones
+    for i in _closure(obj, reader.used):
+        pb = pbs[i]
+        if any(not c.mute and c.influence > 0.0 for c in pb.constraints):
+            return f"bone {pb.name!r} has constraints"
+        b = pb.bone
+        if not (b.use_inherit_rotation and b.inherit_scale == "FULL" and b.use_local_location
+                and not b.use_relative_parent):
+            return f"bone {pb.name!r} does not inherit its parent's transform in full"
+    return None
+
+
+def _curves(obj: bpy.types.Object) -> dict[tuple[str, int], Any]:
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return {}
+    return {(fc.data_path, fc.array_index): fc for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []
+            if not fc.mute}
+
+
+def _pose(obj: bpy.types.Object, bones: list[int]) -> dict[str, np.ndarray]:
+    """The pose's channel values now (len(bones), size) per channel property."""
+    pbs = obj.pose.bones
+    out = {}
+    for prop, size in _CHANNELS:
+        buf = np.empty(len(pbs) * size, dtype=np.float64)
+        pbs.foreach_get(prop, buf)
+        out[prop] = buf.reshape(len(pbs), size)[bones]
+    return out
+
+
+def _matrices(obj: bpy.types.Object, bones: list[int]) -> np.ndarray:
+    """The pose's armature-space matrices now (len(bones), 4, 4), as Blender evaluated them."""
+    count = len(obj.pose.bones)
+    buf = np.empty(count * 16, dtype=np.float64)
+    obj.pose.bones.foreach_get("matrix", buf)
+    return np.swapaxes(buf.reshape(count, 4, 4), -1, -2)[bones]  # type: ignore[no-any-return]
+
+
+def _channels(obj: bpy.types.Object, bones: list[int], frames: np.ndarray,
+              curves: dict[tuple[str, int], Any]) -> dict[str, np.ndarray]:
+    """Per channel property: its values over `frames` (F, len(bones), size), from the F-curves where keyed
+    and from the pose (as it is now) where not."""
+    pbs = obj.pose.bones
+    values: dict[str, np.ndarray] = {}
+    for prop, pose in _pose(obj, bones).items():
+        out = np.repeat(pose[None], len(frames), axis=0)
+        for k, i in enumerate(bones):
+            path = f'pose.bones["{pbs[i].name}"].{prop}'
+            for c in range(pose.shape[1]):
+                fc = curves.get((path, c))
+                if fc is not None:
+                    ev = fc.evaluate
+                    out[:, k, c] = [ev(f) for f in frames]
+        values[prop] = out
+    return values
+
+
+def _differs(a: np.ndarray, b: np.ndarray, size: float = 1.0) -> bool:
+    return bool(np.abs(a - b).max() > TOLERANCE * size) if a.size else False
+
+
+def _check(obj: bpy.types.Object, scene: bpy.types.Scene, bones: list[int], frames: np.ndarray,
+           values: dict[str, np.ndarray], matrices: np.ndarray) -> Optional[str]:
+    """Set a few frames and compare Blender's evaluated pose with what was computed; None when it agrees."""
+    saved = scene.frame_current
+    try:
+        for r in range(len(frames)):
+            scene.frame_set(int(frames[r]))
+            pose = _pose(obj, bones)
+            for prop, v in pose.items():
+                if _differs(v, values[prop][r], max(1.0, float(np.abs(v).max()))):
+                    return f"its action, on frame {int(frames[r])}, does not give the pose Blender evaluates ({prop})"
+            evaluated = _matrices(obj, bones)
+            size = max(1.0, float(np.abs(evaluated[:, :3, 3]).max()))
+            if _differs(evaluated[:, :3, :3], matrices[r, :, :3, :3]) or _differs(evaluated[:, :3, 3],
+                                                                                  matrices[r, :, :3, 3], size):
+                return f"the pose on frame {int(frames[r])} is not the forward kinematics of its channels"
+    finally:
+        scene.frame_set(saved)
+    return None
+
+
+def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> np.ndarray:
+    """Armature-space pose matrices (..., len(bones), 4, 4) of `bones` (parents first) from channel values
+    (..., len(bones), size): matrix = parent's matrix @ offset from the parent at rest @ T(loc) R S."""
+    pbs = obj.pose.bones
+    slot = {i: k for k, i in enumerate(bones)}
+    lead = ch["location"].shape[:-2]
+    out = np.empty(lead + (len(bones), 4, 4))
+    for k, i in enumerate(bones):
+        pb = pbs[i]
+        rest = np.array(pb.bone.matrix_local, dtype=np.float64)
+        parent = pb.parent
+        if parent is not None:
+            offset = np.linalg.inv(np.array(parent.bone.matrix_local, dtype=np.float64)) @ rest
+        else:
+            offset = rest
+        q = channel_quat(pb.rotation_mode, ch["rotation_quaternion"][..., k, :], ch["rotation_euler"][..., k, :],
+                         ch["rotation_axis_angle"][..., k, :])
+        local = np.zeros(lead + (4, 4))
+        local[..., :3, :3] = qmat(q) * ch["scale"][..., k, None, :]
+        local[..., :3, 3] = ch["location"][..., k, :]
+        local[..., 3, 3] = 1.0
+        m = offset @ local
+        if parent is not None:
+            m = out[..., slot[int(pbs.find(parent.name))], :, :] @ m
+        out[..., k, :, :] = m
+    return out
+
+
+def read_all(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
+    """Fill every row of `reader` (frames `reader.first` on) from the rig's action, without setting a frame.
+    None when done; else why not (the rig is then left for the sweep to read, untouched)."""
+    reason = why_not(reader, scene)
+    if reason is not None:
+        return reason
+    obj = reader.obj
+    bones = _closure(obj, reader.used)
+    curves = _curves(obj)
+    frames = reader.first + np.arange(reader.frames, dtype=np.float64)
+    checked = frames[sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})]
+    values = _channels(obj, bones, checked, curves)
+    reason = _check(obj, scene, bones, checked, values, _fk(obj, bones, values))
+    if reason is not None:
+        return reason
+    # Row 0 as a sweep reads it (the values read once: weights, static targets and poles, the object's
+    # matrix), copied to every row; then the per-frame arrays from the action.
+    reader.read(0)
+    reader._room(reader.frames - 1)
+    for name in ("mw", "matrix", "quat", "euler", "aa", "loc", "scale"):
+        arr = getattr(reader, name)
+        arr[1:] = arr[0]
+    for lb in reader.limbs:
+        for arr in (lb.weights, lb.targets, lb.poles):
+            if arr is not None:
+                arr[1:] = arr[0]
+    pick = [bones.index(int(b)) for b in reader.used]
+    per_frame = {name for name, _buf, _view in reader._reads}
+    for a in range(0, len(frames), CHUNK):
+        rows = slice(a, a + CHUNK)
+        values = _channels(obj, bones, frames[rows], curves)
+        reader.matrix[rows] = np.swapaxes(_fk(obj, bones, values)[:, pick], -1, -2)
+        if a == 0:
+            first = {prop: v[:1, pick] for prop, v in values.items()}
+        # The other channels as a sweep keeps them: on every frame those it reads per frame
+        # (`RigReader._reads`), the others once, on the first frame.
+        for prop, dest in (("rotation_quaternion", reader.quat), ("rotation_euler", reader.euler),
+                           ("rotation_axis_angle", reader.aa), ("scale", reader.scale)):
+            dest[rows] = values[prop][:, pick] if prop in per_frame else first[prop]
+        # Locations: on every frame for the bones whose location is written, once for the others.
+        reader.loc[rows] = first["location"]
+        for b in reader.located:
+            reader.loc[rows, reader.slot[b]] = values["location"][:, bones.index(b)]
+    return None

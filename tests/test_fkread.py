@@ -1,0 +1,133 @@
+"""Reading a rig's animation from its action without replaying it (`core/fkread.py`), in real Blender: the
+arrays equal what a sweep of `frame_set` reads, in every rotation mode, over several chunks; and every rig
+it cannot reproduce is declined with the reason, never read wrong."""
+
+from __future__ import annotations
+
+import bpy
+import harness
+import numpy as np
+import pytest
+from test_plant_feet import _fcurves, _walker
+
+reader = harness.module("core.reader")
+fkread = harness.module("core.fkread")
+setup = harness.module("core.setup")
+detect = harness.module("core.detect")
+props = harness.module("properties")
+
+
+def _readers(obj, first=-3, frames=60):
+    """The rig read both ways over `frames` frames from `first`: (by a sweep, from the action, why not)."""
+    scene = bpy.context.scene
+    props.settings(obj).live_preview = False
+    terrain = None
+    a = reader.RigReader(obj, terrain, frames, first, 24.0)
+    saved = scene.frame_current
+    for i in range(frames):
+        scene.frame_set(first + i)
+        a.read(i)
+    scene.frame_set(saved)
+    b = reader.RigReader(obj, terrain, frames, first, 24.0)
+    return a, b, fkread.read_all(b, scene)
+
+
+def _assert_same(a, b):
+    for name in ("mw", "matrix", "quat", "euler", "aa", "loc", "scale"):
+        x, y = getattr(a, name).astype(float), getattr(b, name).astype(float)
+        assert x.shape == y.shape, name
+        scale = max(1.0, float(np.abs(x).max()))
+        assert np.abs(x - y).max() <= 1e-5 * scale, (name, float(np.abs(x - y).max()))
+    for la, lb in zip(a.limbs, b.limbs):
+        assert np.array_equal(la.weights, lb.weights)
+
+
+def test_the_action_read_alone_equals_a_sweep_in_every_rotation_mode_and_over_chunks(monkeypatch):
+    monkeypatch.setattr(fkread, "CHUNK", 7)  # several chunks over the 60 frames
+    obj, _terrain, _leg = _walker("flat")
+    pb = obj.pose.bones
+    # Keys in Euler (two orders) and axis-angle on bones the solve reads, a keyed scale, a located pelvis,
+    # and a Cycles modifier that repeats the walk beyond its keys (tagged, as the UI does).
+    for name, mode in (("thigh.L", "YXZ"), ("shin.R", "AXIS_ANGLE"), ("foot.R", "ZXY")):
+        pb[name].rotation_mode = mode
+    for f, angle in ((1, 0.1), (20, -0.3), (40, 0.4)):
+        pb["thigh.L"].rotation_euler = (angle, 0.5 * angle, -angle)
+        pb["thigh.L"].keyframe_insert("rotation_euler", frame=f)
+        pb["shin.R"].rotation_axis_angle = (1.0 + angle, 1.0, angle, 0.2)
+        pb["shin.R"].keyframe_insert("rotation_axis_angle", frame=f)
+        pb["foot.R"].rotation_euler = (angle, 0.0, 2 * angle)
+        pb["foot.R"].keyframe_insert("rotation_euler", frame=f)
+        pb["spine"].scale = (1.0 + 0.1 * angle,) * 3
+        pb["spine"].keyframe_insert("scale", frame=f)
+    for fc in _fcurves(obj):
+        fc.modifiers.new("CYCLES")
+    obj.animation_data.action.update_tag()
+    bpy.context.view_layer.update()
+    a, b, why = _readers(obj)
+    assert why is None
+    _assert_same(a, b)
+
+
+def test_a_mocap_clip_read_from_its_action_equals_a_sweep():
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_anim.bvh(filepath=str(harness.MOCAP / "cmu_12_01_walk.bvh"), update_scene_duration=True)
+    obj = bpy.context.object
+    setup.apply_detection(obj, detect.detect_limbs(detect.bones_from_armature(obj)))
+    assert props.settings(obj).limbs
+    a, b, why = _readers(obj, first=1, frames=120)
+    assert why is None
+    _assert_same(a, b)
+
+
+def _add_nla(obj):
+    track = obj.animation_data.nla_tracks.new()
+    track.strips.new("walk", 1, obj.animation_data.action)
+
+
+def _add_driver(obj):
+    obj.pose.bones["thigh.L"].driver_add("rotation_quaternion", 1).driver.expression = "0.1"
+
+
+def _add_constraint(obj):
+    obj.pose.bones["spine"].constraints.new("COPY_LOCATION").target = obj
+
+
+def _no_inherit(obj):
+    obj.data.bones["shin.L"].use_inherit_rotation = False
+
+
+def _stale(obj):
+    for fc in _fcurves(obj):
+        fc.modifiers.new("CYCLES")  # from Python, without `update_tag`: Blender still plays the old copy
+
+
+def _moving_object(obj):
+    obj.keyframe_insert("location", frame=1)
+    obj.location.x += 1.0
+    obj.keyframe_insert("location", frame=30)
+
+
+def _remapped(obj):
+    bpy.context.scene.render.frame_map_new = 200
+
+
+@pytest.mark.parametrize("change,reason", [
+    (_add_nla, "NLA"), (_add_driver, "drivers"), (_add_constraint, "constraints"),
+    (_no_inherit, "does not inherit"), (_stale, "does not give the pose Blender evaluates"),
+    (_moving_object, "object moves"), (_remapped, "remaps time"),
+])
+def test_what_the_action_alone_cannot_give_is_declined_with_the_reason(change, reason):
+    obj, _terrain, _leg = _walker("flat")
+    bpy.context.scene.frame_set(1)
+    change(obj)
+    bpy.context.view_layer.update()
+    a, b, why = _readers(obj, first=1, frames=70)
+    assert why is not None and reason in why, why
+    assert not np.isnan(a.matrix).any()  # the sweep still reads the rig
+
+
+def test_a_range_longer_than_the_limit_is_left_to_the_sweep(monkeypatch):
+    monkeypatch.setattr(fkread, "MAX_FRAMES", 50)
+    obj, _terrain, _leg = _walker("flat")
+    _a, _b, why = _readers(obj, first=1, frames=51)
+    assert why is not None and "longer than 50 frames" in why
