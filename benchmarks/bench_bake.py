@@ -3,8 +3,9 @@ constraints on the same four limbs, and against a bare `frame_set` sweep, measur
 
     .venv/bin/python benchmarks/bench_bake.py [--frames 1000 10000] [--json out/bench_bake.json]
 
-Goals (issue 4): Contact IK at least 5x faster than nla.bake, at most 2x the bare sweep, and peak
-memory growth under 200 MB at 10,000 frames. Figures are printed, never asserted.
+Goals (issue 21): Contact IK at least 5x faster than nla.bake, at most 1.5x the bare sweep, and peak
+memory growth under 200 MB at 10,000 frames; live preview's cache build at most 0.2 ms per frame.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -277,10 +278,10 @@ def markdown(results: list[dict]) -> str:
              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in results:
         ms = r["ms_per_frame"]
-        fast, cheap = r["nla_over_contact_ik"] >= 5, r["contact_ik_over_bare"] <= 2
+        fast, cheap = r["nla_over_contact_ik"] >= 5, r["contact_ik_over_bare"] <= 1.5
         goals = [f"{'met' if fast else '**missed**'} (>= 5x faster than nla.bake: {r['nla_over_contact_ik'] / 5:.2f}x "
                  "the goal)",
-                 f"{'met' if cheap else '**missed**'} (<= 2x bare: {r['contact_ik_over_bare'] / 2:.2f}x the limit)"]
+                 f"{'met' if cheap else '**missed**'} (<= 1.5x bare: {r['contact_ik_over_bare'] / 1.5:.2f}x the limit)"]
         if r["frames"] >= 10000:
             ok = r["memory_growth_mb"] < 200
             goals.append(f"{'met' if ok else '**missed**'} (< 200 MB: {r['memory_growth_mb'] / 200:.2f}x the limit)")
@@ -327,9 +328,9 @@ def main() -> None:
         ms = r["ms_per_frame"]
         print(f"{r['frames']:>7} with live preview on: cache build {ms['cache_build']:.3f} ms/f, bake from the cache "
               f"{ms['from_cache']:.3f} ms/f, nla.bake {r['nla_over_from_cache']:.1f}x slower")
-    print("goals: nla/ours >= 5x, ours/bare <= 2x, memory growth < 200 MB at 10,000 frames")
+    print("goals: nla/ours >= 5x, ours/bare <= 1.5x, memory growth < 200 MB at 10,000 frames")
     for r in out:
-        ok = [r["nla_over_contact_ik"] >= 5, r["contact_ik_over_bare"] <= 2,
+        ok = [r["nla_over_contact_ik"] >= 5, r["contact_ik_over_bare"] <= 1.5,
               r["frames"] < 10000 or r["memory_growth_mb"] < 200]
         print(f"  {r['frames']} frames: " + ", ".join(("met" if k else "MISSED") + f" ({name})" for k, name in
                                                     zip(ok, ("speed vs nla.bake", "cost vs bare sweep", "memory"))))
