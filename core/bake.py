@@ -152,9 +152,10 @@ class BakeJob:
         for r in self.rigs:
             if r.cached is not None:
                 r.read = CACHE
-                continue
-            r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
-            why = fkread.read_all(r.batch, self.scene)
+            else:
+                r.batch = batch.BatchRig(r.obj, r.terrain, len(self.read), self.read[0], self.fps, context=self.pad)
+        todo = [r for r in self.rigs if r.batch is not None]
+        for r, why in zip(todo, fkread.read_rigs([r.batch for r in todo], self.scene)):
             r.read = fkread.FCURVES if why is None else f"{SWEEP}: {why}"
         self.swept = [r for r in self.rigs if r.read.startswith(SWEEP)]
         self.total = len(self.read) if self.swept else 0

@@ -159,24 +159,16 @@ def _differs(a: np.ndarray, b: np.ndarray, size: float = 1.0) -> bool:
     return bool(np.abs(a - b).max() > TOLERANCE * size) if a.size else False
 
 
-def _check(obj: bpy.types.Object, scene: bpy.types.Scene, bones: list[int], frames: np.ndarray,
-           values: dict[str, np.ndarray], matrices: np.ndarray) -> Optional[str]:
-    """Set a few frames and compare Blender's evaluated pose with what was computed; None when it agrees."""
-    saved = scene.frame_current
-    try:
-        for r in range(len(frames)):
-            scene.frame_set(int(frames[r]))
-            pose = _pose(obj, bones)
-            for prop, v in pose.items():
-                if _differs(v, values[prop][r], max(1.0, float(np.abs(v).max()))):
-                    return f"its action, on frame {int(frames[r])}, does not give the pose Blender evaluates ({prop})"
-            evaluated = _matrices(obj, bones)
-            size = max(1.0, float(np.abs(evaluated[:, :3, 3]).max()))
-            if _differs(evaluated[:, :3, :3], matrices[r, :, :3, :3]) or _differs(evaluated[:, :3, 3],
-                                                                                  matrices[r, :, :3, 3], size):
-                return f"the pose on frame {int(frames[r])} is not the forward kinematics of its channels"
-    finally:
-        scene.frame_set(saved)
+def _disagrees(obj: bpy.types.Object, bones: list[int], frame: int, values: dict[str, np.ndarray],
+               matrices: np.ndarray) -> Optional[str]:
+    """Blender's evaluated pose now (at `frame`) against what was computed for it; None when they agree."""
+    for prop, v in _pose(obj, bones).items():
+        if _differs(v, values[prop], max(1.0, float(np.abs(v).max()))):
+            return f"its action, on frame {frame}, does not give the pose Blender evaluates ({prop})"
+    evaluated = _matrices(obj, bones)
+    size = max(1.0, float(np.abs(evaluated[:, :3, 3]).max()))
+    if _differs(evaluated[:, :3, :3], matrices[:, :3, :3]) or _differs(evaluated[:, :3, 3], matrices[:, :3, 3], size):
+        return f"the pose on frame {frame} is not the forward kinematics of its channels"
     return None
 
 
@@ -209,20 +201,46 @@ def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> n
 
 
 def read_all(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
-    """Fill every row of `reader` (frames `reader.first` on) from the rig's action, without setting a frame.
-    None when done; else why not (the rig is then left for the sweep to read, untouched)."""
-    reason = why_not(reader, scene)
-    if reason is not None:
-        return reason
+    """`read_rigs` for one rig."""
+    return read_rigs([reader], scene)[0]
+
+
+def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Optional[str]]:
+    """Fill every row of each reader (frames `reader.first` on) from its rig's action. Per reader: None when
+    done, else why not (that reader is then left for the sweep to read, untouched). The check frames are
+    set once for all of them (in a crowd, each `frame_set` evaluates every rig)."""
+    reasons: list[Optional[str]] = [why_not(r, scene) for r in readers]
+    todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)})
+    for n, reader in enumerate(readers):
+        if reasons[n] is not None:
+            continue
+        obj = reader.obj
+        bones = _closure(obj, reader.used)
+        curves = _curves(obj)
+        frames = reader.first + np.arange(reader.frames, dtype=np.float64)
+        rows = sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})
+        values = _channels(obj, bones, frames[rows], curves)
+        matrices = _fk(obj, bones, values)
+        checks = {int(frames[r]): ({p: v[k] for p, v in values.items()}, matrices[k]) for k, r in enumerate(rows)}
+        todo.append((n, bones, curves, frames, checks))
+    saved = scene.frame_current
+    try:
+        for frame in sorted({f for *_rest, checks in todo for f in checks}):
+            scene.frame_set(frame)
+            for n, bones, _c, _f, checks in todo:
+                if reasons[n] is None and frame in checks:
+                    reasons[n] = _disagrees(readers[n].obj, bones, frame, *checks[frame])
+    finally:
+        if todo:
+            scene.frame_set(saved)
+    for n, bones, curves, frames, _checks in todo:
+        if reasons[n] is None:
+            _fill(readers[n], bones, curves, frames)
+    return reasons
+
+
+def _fill(reader: RigReader, bones: list[int], curves: dict[tuple[str, int], Any], frames: np.ndarray) -> None:
     obj = reader.obj
-    bones = _closure(obj, reader.used)
-    curves = _curves(obj)
-    frames = reader.first + np.arange(reader.frames, dtype=np.float64)
-    checked = frames[sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})]
-    values = _channels(obj, bones, checked, curves)
-    reason = _check(obj, scene, bones, checked, values, _fk(obj, bones, values))
-    if reason is not None:
-        return reason
     # Row 0 as a sweep reads it (the values read once: weights, static targets and poles, the object's
     # matrix), copied to every row; then the per-frame arrays from the action.
     reader.read(0)

@@ -269,7 +269,8 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
                                                  context=pad)))
             # Rigs only their action moves are read from its F-curves; the others by setting each frame.
-            swept = [rig for _obj, rig in rigs if fkread.read_all(rig, scene) is not None]
+            why = fkread.read_rigs([rig for _obj, rig in rigs], scene)
+            swept = [rig for (_obj, rig), reason in zip(rigs, why) if reason is not None]
             for i, f in enumerate(range(start - pad, end + pad + 1) if swept else ()):
                 scene.frame_set(f)
                 for rig in swept:
