@@ -4,8 +4,9 @@ and with Contact IK's live preview, measured in the same run (interleaved rounds
 
     .venv/bin/python benchmarks/bench_frame_set.py [--frames 1000] [--rounds 5] [--profile 100]
 
-Goal (issue 3): Contact IK's added cost (over bare) at most 2x the native constraints' added cost,
-although ours also raycasts. Live preview normally plays from its frame cache (the whole range solved
+Goals: live preview's added cost (over bare) at most 0.5x the native constraints' added cost (issue 21;
+issue 3 asked for 2x), although ours also raycasts; frame by frame, issue 3's 2x.
+Live preview normally plays from its frame cache (the whole range solved
 at once when it turns on); right after an edit frames are solved one by one, with raycasts, until the
 cache is rebuilt: that case is measured too ("frame by frame"). Figures are printed, never asserted.
 Results also go to out/bench_frame_set.json.
@@ -30,7 +31,7 @@ import common  # noqa: E402  (starts Blender with a private user folder)
 # isort: split
 import bpy  # noqa: E402
 
-GOAL = 2.0
+GOAL = {"contact_ik": 0.5, "frame_by_frame": 2.0}  # x native's added cost
 CONFIGS = ("bare", "native", "contact_ik", "frame_by_frame")
 LABELS = {
     "bare": "bare (no IK)",
@@ -174,8 +175,8 @@ def markdown(r: dict[str, Any]) -> str:
             extra, goal = "| | ", ""
         else:
             extra = f"| {added[c]:.3f} | {1.0 if c == 'native' else ratio[c]:.2f}x "
-            goal = "" if c == "native" else (f"{'met' if ratio[c] <= GOAL else '**missed**'} "
-                                             f"(<= {GOAL:g}x: {ratio[c] / GOAL:.2f}x the limit)")
+            goal = "" if c == "native" else (f"{'met' if ratio[c] <= GOAL[c] else '**missed**'} "
+                                             f"(<= {GOAL[c]:g}x: {ratio[c] / GOAL[c]:.2f}x the limit)")
         lines.append(f"| {LABELS[c]} | {ms[c]:.3f} | {p50[c]:.3f} | {p95[c]:.3f} {extra}| {goal} |")
     b = r["breakdown_ms"]
     ci, fb = b["contact_ik"], b["frame_by_frame"]
@@ -248,8 +249,9 @@ def main() -> None:
     for c in CONFIGS:
         extra = f"{added[c]:>9.3f} {ratio(c):>8.2f}x" if c != "bare" else f"{'':>9} {'':>9}"
         print(f"  {LABELS[c]:<28} {ms[c]:>9.3f} {p50[c]:>8.3f} {p95[c]:>8.3f} {extra}")
-    verdict = {c: "PASS" if ratio(c) <= GOAL else "MISS" for c in ("contact_ik", "frame_by_frame")}
-    print(f"  goal: Contact IK added cost <= {GOAL:.0f}x native added cost: live preview {ratio('contact_ik'):.2f}x "
+    verdict = {c: "PASS" if ratio(c) <= GOAL[c] else "MISS" for c in ("contact_ik", "frame_by_frame")}
+    print(f"  goals: added cost <= {GOAL['contact_ik']:g}x / {GOAL['frame_by_frame']:g}x native's: "
+          f"live preview {ratio('contact_ik'):.2f}x "
           f"{verdict['contact_ik']}; frame by frame (after an edit, raycasting) {ratio('frame_by_frame'):.2f}x "
           f"{verdict['frame_by_frame']}  (from per-frame medians: {ratio('contact_ik', True):.2f}x and "
           f"{ratio('frame_by_frame', True):.2f}x)")
