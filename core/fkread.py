@@ -98,6 +98,9 @@ def why_not(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
     if render.frame_map_old != render.frame_map_new:
         return "the scene remaps time"
     pbs = obj.pose.bones
+    for pb in pbs:  # IK constraints move the bones up their chain: wherever they sit, the pose is not FK
+        if any(c.type in ("IK", "SPLINE_IK") and not c.mute and c.influence > 0.0 for c in pb.constraints):
+            return f"bone {pb.name!r} has an IK constraint"
     for i in _closure(obj, reader.used):
         pb = pbs[i]
         if any(not c.mute and c.influence > 0.0 for c in pb.constraints):

@@ -92,6 +92,14 @@ def _add_constraint(obj):
     obj.pose.bones["spine"].constraints.new("COPY_LOCATION").target = obj
 
 
+def _ik_below(obj):
+    target = bpy.data.objects.new("IK target", None)
+    bpy.context.scene.collection.objects.link(target)
+    target.location = (0.3, -0.2, 0.1)
+    ik = obj.pose.bones["heel.02.L"].constraints.new("IK")  # a bone the solve does not read; moves its parents
+    ik.target, ik.chain_count = target, 3
+
+
 def _no_inherit(obj):
     obj.data.bones["shin.L"].use_inherit_rotation = False
 
@@ -112,7 +120,7 @@ def _remapped(obj):
 
 
 @pytest.mark.parametrize("change,reason", [
-    (_add_nla, "NLA"), (_add_driver, "drivers"), (_add_constraint, "constraints"),
+    (_add_nla, "NLA"), (_add_driver, "drivers"), (_add_constraint, "constraints"), (_ik_below, "IK constraint"),
     (_no_inherit, "does not inherit"), (_stale, "does not give the pose Blender evaluates"),
     (_moving_object, "object moves"), (_remapped, "remaps time"),
 ])
