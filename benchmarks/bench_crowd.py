@@ -182,7 +182,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
              "metarig's spine, legs and arms: 25 bones, no Rigify properties, what a crowd character has) and the "
              f"whole Rigify metarig (159 bones with face and fingers). {r0['frames']} frames, median of "
              f"{r0['rounds']} interleaved rounds. Anchor: the same `frame_set` sweep with live preview off (bare). "
-             "Live: the frame caches built (one sweep for all rigs), each frame writes the cached values. "
+             "Live: the frame caches built (one sweep for all rigs), each rig then plays its cache from its preview track "
+             "(Blender evaluates it; the rigs share their action, so they go on their tracks together). "
              "Bake: every rig at once.",
              "",
              "| rig | bipeds | limbs | bare ms/frame | live ms/frame | added ms/frame | added per rig | cache build s | "

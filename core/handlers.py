@@ -10,13 +10,17 @@ from typing import Any
 
 import bpy
 
-from . import live
+from . import layer, live
 from .state import caches
 
 
 @bpy.app.handlers.persistent
 def contact_ik_load_post(*_args: Any) -> None:
     caches.reset()
+    try:
+        layer.detach_everywhere()  # a file saved by a crash keeps its preview tracks: not the animation
+    except Exception as exc:  # noqa: BLE001  loading never fails because of Contact IK
+        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
     live.sync_registry()
 
 
@@ -24,6 +28,14 @@ def contact_ik_load_post(*_args: Any) -> None:
 def contact_ik_save_pre(*_args: Any) -> None:
     """The file keeps the animation's values, not the IK: channels the animation does not key would
     otherwise be saved holding IK, which the next session would take for the animation."""
+    for name in list(caches.layers):  # put back on the tracks by save_post's refresh
+        caches.layers.discard(name)
+        obj = bpy.data.objects.get(name)
+        try:
+            if obj is not None:
+                caches.layers.difference_update(layer.detach(obj))
+        except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
+            print(f"Contact IK: the preview track of {name!r} was saved: {type(exc).__name__}: {exc}")
     for name in list(caches.rigs):
         obj = bpy.data.objects.get(name)
         try:
@@ -45,6 +57,14 @@ def contact_ik_undo_post(*_args: Any) -> None:
     """Undo and redo bring back older data: terrains and actions may differ from what the caches hold, and
     live preview may have been switched. The channel memory stays: a value still ours is still given back."""
     caches.terrain.reset()
+    # The data brought back may hold a preview track built for other data, or none: every track goes, and
+    # the frame caches are built again (in a moment, in the UI).
+    caches.layers.clear()
+    try:
+        layer.detach_everywhere()
+    except Exception as exc:  # noqa: BLE001  undo never fails because of Contact IK
+        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
+    live.invalidate_frames()
     caches.frames.clear()
     caches.drop_setups()
     live.sync_registry()
@@ -59,12 +79,14 @@ def _forget_removed() -> None:
     for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet, caches.setups):
         for name in [n for n in cache if n not in names]:
             del cache[name]
+    caches.layers.intersection_update(names)
+    caches.layers.difference_update(layer.remove_orphans())
 
 
 @bpy.app.handlers.persistent
 def contact_ik_frame_change_post(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
-    if not live.live_rigs:
-        return
+    if not live.live_rigs or live.played(scene):
+        return  # nothing live, or Blender plays every live rig from its preview track
     if any(n not in bpy.data.objects for n in live.live_rigs):
         _forget_removed()  # a live armature was deleted
     live.on_frame_change(scene, depsgraph)
@@ -75,7 +97,8 @@ def contact_ik_depsgraph_update_post(_scene: bpy.types.Scene, depsgraph: bpy.typ
     if live.writing:
         return  # Contact IK's own writes
     objects = bpy.data.objects
-    if any(n not in objects for n in live.live_rigs) or any(n not in objects for n in caches.rigs):
+    if any(n not in objects for n in live.live_rigs) or any(n not in objects for n in caches.rigs) \
+            or any(n not in objects for n in caches.layers):
         _forget_removed()  # a deleted live armature leaves nothing behind
     watched = caches.terrain.names()
     if not watched and not caches.frames and not caches.setups:
@@ -130,5 +153,10 @@ def unregister() -> None:
                 live.restore_for_edit(obj)
         except Exception as exc:  # noqa: BLE001  unregister never fails
             print(f"Contact IK: the pose of {name!r} was not restored: {type(exc).__name__}: {exc}")
+    try:
+        if layer.detach_everywhere() and bpy.context.view_layer is not None:
+            bpy.context.view_layer.update()  # the animation's values, evaluated
+    except Exception as exc:  # noqa: BLE001  unregister never fails
+        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
     live.live_rigs.clear()
     caches.reset()

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import bpy
 import numpy as np
 
-from . import batch, checks, fkread, model
+from . import batch, checks, fkread, layer, model
 from .batch import Carried, RigResult
 from .contacts import fps_of
 from .errors import UserError
@@ -48,10 +48,24 @@ log = logging.getLogger(__name__)
 writing = False
 # Solve whole frame ranges at once for fast scrubbing (tests switch it off to check the frame-by-frame path).
 USE_FRAME_CACHE = True
+# Play the frame cache from an NLA track Blender evaluates itself (`layer`), where the rig allows it.
+USE_LAYER = True
 # Longest frame range solved at once into the frame cache (its arrays hold every frame, as the bake's do).
 MAX_CACHE_FRAMES = 20_000
 # Inside `together`: the rigs whose frame cache is built when it ends (None outside).
 _deferred: Optional[set[str]] = None
+# Set by `refresh` when every live rig plays from its preview track: (the live rigs, the first and last frame
+# every track covers, the scene's pointer, how many objects the file has: a rig deleted changes it). A frame
+# change inside it has nothing to do (`played`).
+_played: Optional[tuple[frozenset[str], int, int, int, int]] = None
+
+
+def played(scene: bpy.types.Scene) -> bool:
+    """True when Blender plays every live rig at `scene`'s frame from its preview track: the frame change
+    handler then returns at once (a few set operations: no Python per rig)."""
+    p = _played
+    return (p is not None and p[1] <= scene.frame_current <= p[2] and live_rigs == p[0]
+            and caches.layers >= p[0] and scene.as_pointer() == p[3] and len(bpy.data.objects) == p[4])
 
 
 def _channels(pb: bpy.types.PoseBone) -> tuple[tuple[float, ...], ...]:
@@ -151,37 +165,73 @@ def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
 def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None) -> dict[str, RigResult]:
     """Plant every live rig of `scene` for its current frame, evaluated in `depsgraph` (the one being
     updated: the viewport's, or a render's during F12), which is then updated with the result.
-    Errors switch that rig's preview off."""
-    global writing
+
+    A rig whose frame cache covers the frame plays it from its preview track (`layer`), which Blender
+    evaluates itself: nothing to do here once the track is on. Other rigs are written from the cache, or
+    solved frame by frame. Errors switch that rig's preview off."""
+    global writing, _played
     if _deferred is not None:
         return {}  # inside `together`: planted when it ends
-    rigs = [obj for obj in scene.objects if obj.name in live_rigs and obj.type == "ARMATURE" and not plays_baked(obj)]
-    if not rigs:
-        return {}
+    _played = None
     frame = scene.frame_current
+    objects = scene.objects
+    results: dict[str, RigResult] = {}
+    todo: list[bpy.types.Object] = []
+    for name in live_rigs:
+        obj = objects.get(name)
+        if obj is None or obj.type != "ARMATURE" or plays_baked(obj):
+            continue
+        cache = caches.frames.get(name)
+        if name in caches.layers and isinstance(cache, FrameCache) and cache.start <= frame <= cache.end:
+            results[name] = RigResult(written=list(cache.written))  # Blender plays it
+        else:
+            todo.append(obj)
+    if not todo:
+        if depsgraph is None:  # called by an operator: what it changed is evaluated here, as ours
+            was_writing, writing = writing, True
+            try:
+                bpy.context.evaluated_depsgraph_get()
+            finally:
+                writing = was_writing
+        _remember_played(scene)
+        return results
     was_writing, writing = writing, True
     try:
         if depsgraph is None:  # called by an operator: what it changed is evaluated here, as ours
             depsgraph = bpy.context.evaluated_depsgraph_get()
-        if depsgraph.mode == "RENDER":
+        render = depsgraph.mode == "RENDER"
+        if render:
             # A render's depsgraph evaluates the animation into its own copies only: bring the frame's
             # animated values into the original bones first, or a re-evaluation would copy stale ones back.
-            for obj in rigs:
+            for obj in todo:
                 _sync_from_evaluated(obj, depsgraph)
-        results: dict[str, RigResult] = {}
-        slow = []
-        for obj in rigs:
+        slow, cached = [], []
+        for obj in todo:
             cache = caches.frames.get(obj.name)
             if isinstance(cache, FrameCache) and cache.start <= frame <= cache.end:
-                try:
-                    write_cached(obj, cache, frame)
-                    results[obj.name] = RigResult(written=list(cache.written))
-                except Exception as exc:  # a bone renamed or removed since: solve frame by frame
-                    log.debug("cached preview failed", exc_info=True)
-                    caches.frames.pop(obj.name, None)
-                    del exc
-                    slow.append(obj)
+                cached.append((obj, cache))
             else:
+                if obj.name in caches.layers:  # out of the track's range: frame by frame
+                    caches.layers.difference_update(layer.detach(obj))
+                slow.append(obj)
+        if not render and USE_LAYER:  # onto their preview tracks, where they can
+            for group in layer.groups([(obj, c) for obj, c in cached if layer.why_not(obj) is None]):
+                for obj, cache in group:
+                    restore_animation_values(obj)
+                    if layer.attach(obj, cache.start, cache.values):
+                        caches.layers.add(obj.name)
+                        caches.rigs.pop(obj.name, None)  # nothing of ours is left in the channels
+                        results[obj.name] = RigResult(written=list(cache.written))
+        for obj, cache in cached:
+            if obj.name in caches.layers:
+                continue
+            try:
+                write_cached(obj, cache, frame)
+                results[obj.name] = RigResult(written=list(cache.written))
+            except Exception as exc:  # a bone renamed or removed since: solve frame by frame
+                log.debug("cached preview failed", exc_info=True)
+                caches.frames.pop(obj.name, None)
+                del exc
                 slow.append(obj)
         if slow:
             if any([restore_animation_values(obj) for obj in slow]):
@@ -194,7 +244,18 @@ def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
         depsgraph.update()
     finally:
         writing = was_writing
+    _remember_played(scene)
     return results
+
+
+def _remember_played(scene: bpy.types.Scene) -> None:
+    global _played
+    if not live_rigs or not caches.layers >= live_rigs:
+        return
+    ranges = [(c.start, c.end) for c in (caches.frames.get(n) for n in live_rigs) if isinstance(c, FrameCache)]
+    if len(ranges) == len(live_rigs):
+        _played = (frozenset(live_rigs), max(r[0] for r in ranges), min(r[1] for r in ranges), scene.as_pointer(),
+                   len(bpy.data.objects))
 
 
 def precompute(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[FrameCache]:
@@ -309,11 +370,21 @@ def invalidate_frames() -> None:
     """Drop every rig's frame cache and fallback set-up (something they depend on changed); rebuild the
     frame caches in a moment."""
     caches.drop_setups()
+    detach_layers()
     if not caches.frames:
         return
     caches.frames.clear()
     if not bpy.app.background and not bpy.app.timers.is_registered(_rebuild):
         bpy.app.timers.register(_rebuild, first_interval=0.5)
+
+
+def detach_layers() -> None:
+    """Take every rig off its preview track (its frame cache is being dropped)."""
+    for name in list(caches.layers):
+        caches.layers.discard(name)
+        obj = bpy.data.objects.get(name)
+        if obj is not None:
+            caches.layers.difference_update(layer.detach(obj))
 
 
 def settings_changed(obj: Any) -> None:

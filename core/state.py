@@ -44,6 +44,8 @@ class Caches:
         # indices and lock points read from the settings, the armature and the terrain), reused from frame to
         # frame until anything it read is edited (`drop_setups`).
         self.setups: dict[str, Any] = {}
+        # Names of the rigs whose frame cache plays from their preview track (`layer`).
+        self.layers: set[str] = set()
 
     def drop_setups(self) -> None:
         self.setups.clear()
@@ -54,6 +56,7 @@ class Caches:
         self.frames.clear()
         self.pelvis.clear()
         self.feet.clear()
+        self.layers.clear()
         self.drop_setups()
 
 
@@ -120,7 +123,12 @@ def restore_for_edit(obj: bpy.types.Object) -> None:
     limb is removed or changed, so no IK rotation is left behind in an un-keyed channel)."""
     import bpy
 
-    if restore_animation_values(obj) and bpy.context.view_layer is not None:
+    from . import layer
+
+    caches.layers.discard(obj.name)
+    changed = layer.detach(obj)  # with the rigs sharing its action: they go back on their tracks later
+    caches.layers.difference_update(changed)
+    if (restore_animation_values(obj) or changed) and bpy.context.view_layer is not None:
         bpy.context.view_layer.update()
     forget(obj.name)
 

@@ -71,6 +71,11 @@ def reset_scene() -> None:
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
+def user_actions() -> list[str]:
+    """The names of the file's actions, without live preview's (`core.layer`: they come and go with it)."""
+    return sorted(a.name for a in bpy.data.actions if a.get("contact_ik_preview") is None)
+
+
 def module(name: str) -> ModuleType:
     """A submodule of the installed extension, e.g. module('solvers')."""
     install()

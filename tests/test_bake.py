@@ -174,7 +174,7 @@ def test_bake_is_one_undo_step():
     obj, terrain, leg = _walker("flat")
     _plant(obj, terrain)
     source_name = obj.animation_data.action.name
-    actions = sorted(a.name for a in bpy.data.actions)
+    actions = harness.user_actions()
     bpy.ops.ed.undo_push(message="before bake")
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     bpy.ops.ed.undo_push(message="after bake")
@@ -182,7 +182,7 @@ def test_bake_is_one_undo_step():
     bpy.ops.ed.undo()
     obj = bpy.data.objects["metarig"]
     assert obj.animation_data.action.name == source_name
-    assert sorted(a.name for a in bpy.data.actions) == actions
+    assert harness.user_actions() == actions
 
 
 def test_bake_keeps_rotation_modes_and_is_continuous():

@@ -66,7 +66,7 @@ def _snapshot(obj, with_pose=True):
     return repr({
         "action": act.name if act else None,
         "keys": anim.channel_snapshot(act, anim.slot_of(obj)) if act else None,
-        "actions": sorted(a.name for a in bpy.data.actions),
+        "actions": harness.user_actions(),
         "matrix": [tuple(r) for r in obj.matrix_world],
         "pose": pose if with_pose else None,
         "live": s.live_preview,

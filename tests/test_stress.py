@@ -170,13 +170,15 @@ def test_armature_deleted_while_live_leaves_nothing_behind():
     obj, terrain, leg = _planted_walker()
     scene = bpy.context.scene
     scene.frame_set(3)
-    assert "metarig" in live.live_rigs and "metarig" in handlers.caches.rigs
+    assert "metarig" in live.live_rigs and "metarig" in handlers.caches.layers  # Blender plays its track
     bpy.data.objects.remove(obj)
     for f in (4, 5, 4):
         scene.frame_set(f)
     bpy.context.view_layer.update()
     assert "metarig" not in live.live_rigs
     assert "metarig" not in handlers.caches.rigs and "metarig" not in handlers.caches.frames
+    assert "metarig" not in handlers.caches.layers
+    assert not [a for a in bpy.data.actions if a.get("contact_ik_preview") is not None]  # no orphan left
     assert _our_handlers() == EXPECTED
     # A new armature of the same name starts clean.
     obj, terrain, leg = _planted_walker()
