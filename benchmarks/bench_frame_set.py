@@ -6,9 +6,9 @@ and with Contact IK's live preview, measured in the same run (interleaved rounds
 
 Goals: live preview's added cost (over bare) at most 0.5x the native constraints' added cost (issue 21;
 issue 3 asked for 2x), although ours also raycasts; frame by frame, issue 3's 2x.
-Live preview normally plays from its frame cache (the whole range solved
-at once when it turns on), which Blender plays from an NLA track (`core/layer.py`); right after an edit frames are solved one by one, with raycasts, until the
-cache is rebuilt: that case is measured too ("frame by frame"). Figures are printed, never asserted.
+Live preview normally plays from its frame cache (the whole range solved at once when it turns on),
+which Blender plays from an NLA track (`core/layer.py`); right after an edit frames are solved one by
+one, with raycasts, until the cache is rebuilt: that case is measured too ("frame by frame"). Figures are printed, never asserted.
 Results also go to out/bench_frame_set.json.
 """
 
