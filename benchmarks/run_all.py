@@ -120,27 +120,29 @@ def summary(solvers: dict[str, Any], frame_set: dict[str, Any], bake: list[dict[
 def explain(frame_set: dict[str, Any], bake: list[dict[str, Any]], crowd: list[dict[str, Any]]) -> list[str]:
     """What dominates where a live goal is missed, from the instrumented figures and the profiles."""
     b = frame_set["breakdown_ms"]["contact_ik"]
+    fb = frame_set["breakdown_ms"]["frame_by_frame"]
     lines = ["## Where the time goes (profiles)", "",
-             f"Live preview, one rig (section 3): of the {b['refresh']:.3f} ms our frame handler takes per frame, "
-             f"writing the cached channel values is {b['write_cached']:.3f} ms; the rest, {b['refresh_rest']:.3f} ms, is "
-             "Blender re-evaluating the armature we wrote to (`depsgraph.update()`). A write to a pose bone from Python "
-             "tags the whole object for copy-on-evaluation: Blender copies the object with its pose into the evaluated "
-             "copy and evaluates its animation and pose again, after having done so once for the frame change. On its "
-             f"own, that re-evaluation costs {frame_set['reevaluation_ms']:.3f} ms, against "
-             f"{frame_set['ms_per_frame']['bare']:.3f} ms for the whole bare frame: the native IK constraints are "
-             "evaluated inside the frame's single pass. "
-             "cProfile of the cached live preview (top functions by cumulative time; the time spent inside "
-             "`depsgraph.update()` shows in `refresh`, which calls it):", ""]
+             "Live preview, one rig (section 3): Blender plays the frame cache from the rig's preview track "
+             "(`core/layer.py`: an action on a locked NLA track above the animation, evaluated in the frame's single "
+             f"animation pass), so our frame handler returns at once ({b['refresh']:.3f} ms per frame in the "
+             "instrumented sweep). What is left is Blender evaluating one more action strip, about the noise of this "
+             "machine (compare section 3's two ratios, from the sums and from the per-frame medians). Until issue 21 "
+             "the handler wrote the cached values to the pose after the frame's evaluation, and a write to a pose bone "
+             "from Python makes Blender copy and evaluate the armature a second time: that re-evaluation alone costs "
+             f"{frame_set['reevaluation_ms']:.3f} ms, against {frame_set['ms_per_frame']['bare']:.3f} ms for the whole "
+             "bare frame. Frame by frame (after an edit, until the cache is rebuilt, and where a rig cannot play from "
+             f"a track) still works that way: {fb['refresh']:.3f} ms of handler per frame, of which the solve "
+             f"{fb['solve']:.3f}. cProfile of the cached live preview (top functions by cumulative time):", ""]
     prof = frame_set.get("profiles", {}).get("contact_ik")
     if prof:
         lines += profile_block(prof) + [""]
     big = [r for r in crowd if "profile" in r]
     if big:
         r = big[0]
-        lines += [f"Crowd ({r['rigs']} rigs, {r['rig']}): the same cost per rig, {r['added_ms'] / r['rigs']:.3f} ms added per "
-                  "rig and frame; the Python side (the `foreach_get`/`foreach_set` writes, one pair per channel type) "
-                  "is the small part. cProfile of the live sweep, by own time (`refresh`'s own time is the "
-                  "`depsgraph.update()` call):", ""]
+        lines += [f"Crowd ({r['rigs']} rigs, {r['rig']}): {r['added_ms'] / r['rigs']:.3f} ms added per rig and frame, "
+                  "Blender evaluating each rig's preview track (the rigs share their action, so they went on their "
+                  "tracks together); the frame handler returns at once. cProfile of the live sweep, by own time "
+                  "(`sweep`'s own time is the `frame_set` calls):", ""]
         lines += profile_block(r["profile"]) + [""]
     parts = next((r for r in bake if r.get("breakdown")), None)
     if parts:
@@ -153,15 +155,11 @@ def explain(frame_set: dict[str, Any], bake: list[dict[str, Any]], crowd: list[d
                   f"nla.bake ({ms['nla_bake']:.3f}) means {need:.3f} ms per frame, {need / ms['bare']:.2f}x the bare "
                   f"sweep, which leaves {max(0.0, need - ms['bare']):.3f} ms per frame for our own work on top of "
                   f"the sweep (now {max(0.0, ms['contact_ik'] - ms['bare']):.3f} in the timed rounds): the sweep "
-                  "that evaluates each frame's animation is most of the budget. Trimming the per-frame read and the "
-                  "solve (core/batch.py) closes part of the gap; a real margin needs no sweep at all (the source "
-                  "action's curves evaluated in numpy for rigs with no constraints or drivers). cProfile of one "
-                  "bake, by own time (`step`'s own time is the `frame_set` calls):", ""]
+                  "that evaluates each frame's animation is most of the budget. Where the rig allows, the bake "
+                  "does not sweep: it copies live preview's frame cache, or reads the action's F-curves and computes "
+                  "the pose in numpy (`core/fkread.py`); the timed rounds above ran those. cProfile of one bake, by "
+                  "own time (`step`'s own time is the `frame_set` calls):", ""]
         lines += profile_block(parts["breakdown"]["profile"]) + [""]
-    lines += ["Not done: avoiding the second evaluation altogether means feeding the cached values into Blender's "
-              "own evaluation of the frame (for example a generated action on an NLA track over the source, evaluated "
-              "in C with the rest of the animation) instead of writing to the pose after it; that changes what the "
-              "preview writes into the file, so it is left for a design decision.", ""]
     return lines
 
 

@@ -97,7 +97,7 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
     frames_n = len(next(iter(values.values()))) if values else 0
     if frames_n < 2 or why_not(obj) is not None:
         return False
-    detach(obj)
+    _detach_one(obj)  # a track left from before (not the rigs sharing its action: they are being attached)
     ad = obj.animation_data
     source, source_slot = ad.action, anim.slot_of(obj)
     keyed = {}
