@@ -25,9 +25,13 @@ def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Cont
     obj = self.id_data
     if not self.live_preview and isinstance(obj, bpy.types.Object) and obj.pose is not None:
         live.restore_for_edit(obj)  # give back the animation's values in the channels that still hold ours
-    elif context.scene is not None:
-        # Solve the whole frame range at once (fast scrubbing); frame by frame if that is not possible.
-        if isinstance(obj, bpy.types.Object) and live.precompute(obj, context.scene) is None:
+    elif context.scene is not None and isinstance(obj, bpy.types.Object):
+        # Solve the whole frame range at once (fast scrubbing); frame by frame if that is not possible. In the
+        # UI, this frame now and the whole range right after the click (`live.BUILD_LATER`).
+        if live.BUILD_LATER:
+            live.refresh(context.scene)
+            live.build_soon()
+        elif live.precompute(obj, context.scene) is None:
             live.refresh(context.scene)
 
 

@@ -50,6 +50,10 @@ writing = False
 USE_FRAME_CACHE = True
 # Play the frame cache from an NLA track Blender evaluates itself (`layer`), where the rig allows it.
 USE_LAYER = True
+# In the UI, the live preview switch builds the frame cache in a timer right after the click, not inside the
+# switch's update: Blender tags the rig for re-evaluation after that update returns, and the tag, evaluated
+# outside `writing`, would look like an edit and drop the cache just built (it was built twice per click).
+BUILD_LATER = not bpy.app.background
 # Longest frame range solved at once into the frame cache (its arrays hold every frame, as the bake's do).
 MAX_CACHE_FRAMES = 20_000
 # Inside `together`: the rigs whose frame cache is built when it ends (None outside).
@@ -405,6 +409,12 @@ def _refresh_now() -> None:
             refresh(bpy.context.scene)
     except Exception as exc:  # a timer never raises into Blender
         print(f"Contact IK: live preview not refreshed: {type(exc).__name__}: {exc}")
+
+
+def build_soon() -> None:
+    """Build the frame caches of live rigs that have none in a moment (a timer; the UI only)."""
+    if not bpy.app.timers.is_registered(_rebuild):
+        bpy.app.timers.register(_rebuild, first_interval=0.0)
 
 
 def _rebuild() -> Optional[float]:

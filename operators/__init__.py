@@ -81,6 +81,8 @@ class CONTACT_IK_OT_plant_feet(bpy.types.Operator):
         for warning in prepared.warnings:
             self.report({"WARNING"}, warning)
         s.live_preview = True
+        if obj.name not in live.caches.frames:  # built now (not after the click, as the switch does in the UI)
+            live.precompute(obj, scene)
         results = live.refresh(scene)
         if obj.name not in results:
             self.report({"ERROR"}, f"Plant Feet failed on {obj.name!r}: see the system console")

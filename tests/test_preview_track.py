@@ -240,3 +240,24 @@ def test_rigs_sharing_an_action_play_from_tracks_together_and_leave_them_togethe
     got = _evaluated(obj, cache.values)
     assert obj.name not in live.caches.layers
     assert max(float(np.abs(got[k] - cache.values[k][21 - cache.start]).max()) for k in got) < 1e-4
+
+
+def test_in_the_ui_the_switch_plants_this_frame_at_once_and_builds_the_cache_right_after(monkeypatch):
+    obj, _terrain, _leg = _planted()
+    scene = bpy.context.scene
+    s = harness.module("properties").settings(obj)
+    s.live_preview = False
+    monkeypatch.setattr(live, "BUILD_LATER", True)  # as in the UI (background Blender builds it at once)
+    if bpy.app.timers.is_registered(live._rebuild):
+        bpy.app.timers.unregister(live._rebuild)
+    s.live_preview = True
+    try:
+        assert obj.name not in live.caches.frames and bpy.app.timers.is_registered(live._rebuild)
+        assert obj.name in live.caches.rigs  # this frame planted by the handler meanwhile
+    finally:
+        if bpy.app.timers.is_registered(live._rebuild):
+            bpy.app.timers.unregister(live._rebuild)
+    live._rebuild()  # what the timer runs
+    assert obj.name in live.caches.frames and obj.name in live.caches.layers
+    scene.frame_set(7)
+    assert _gap_to_cache(obj, 7) < 1e-6
