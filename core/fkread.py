@@ -6,9 +6,15 @@ F-curves is evaluated at every frame (`FCurve.evaluate`: keys, interpolation, ex
 as Blender evaluates them), and the pose matrices follow by forward kinematics in numpy (rest matrices,
 location, rotation in each bone's mode, scale), as `BKE_pose_where_is` computes them.
 
-`why_not` says when this does not hold and the sweep must run: NLA, drivers, a moving armature object,
-constraints or non-default inheritance on a bone the solve reads or any of its parents, animated limb
-weights, moving targets or poles, time remapping. `read_all` then checks itself against Blender: it sets
+A rig whose animation is in one NLA strip (pushed down, or an imported clip) is read through the strip's
+time mapping, with its active action's F-curves over it. The armature object, limb targets and poles
+that move by their own keys alone (`mover_curves`) are read
+the same way: their world matrices from their transform F-curves.
+
+`why_not` says when this does not hold and the sweep must run: NLA, drivers, an armature object, target
+or pole moved by more than its own keys (a parent, constraint, NLA, driver or delta transform), a target
+bone, constraints or non-default inheritance on a bone the solve reads or any of its parents, animated
+limb weights, time remapping. `read_rigs` then checks itself against Blender: it sets
 a few frames spread over the range (`CHECKS`) and compares the pose Blender evaluated there with its own,
 channels and matrices, and declines on any difference. Whatever the list misses (an action whose
 evaluated copy is stale, say: F-curve modifiers added from Python without `update_tag`) then falls back
@@ -17,6 +23,7 @@ to the sweep instead of baking something Blender would not play.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -76,8 +83,9 @@ def why_not(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
     if obj.data.pose_position != "POSE":
         return "the armature shows its rest position"
     if ad is not None:
-        if any(not t.mute for t in ad.nla_tracks):
-            return "it has NLA tracks"
+        strip_why = _strip_why(obj, *_span(reader))
+        if strip_why:
+            return strip_why
         if len(ad.drivers):
             return "it has drivers"
         if ad.action is not None and (ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE"):
@@ -85,15 +93,15 @@ def why_not(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
     data_ad = obj.data.animation_data
     if data_ad is not None and (data_ad.action is not None or len(data_ad.drivers) or len(data_ad.nla_tracks)):
         return "its armature data is animated"
-    if not reader.static_object:
-        return "the armature object moves (animation, parent or constraint)"
+    if not reader.static_object and mover_curves(obj, _span(reader)) is None:
+        return f"the armature object moves {_NOT_KEYS}"
     if reader._animated_weights:
         return "limb weights are animated"
     for lb in reader.limbs:
-        if lb.targets is not None and not lb.static_target:
-            return f"{lb.name}'s target moves"
-        if lb.poles is not None and not lb.static_pole:
-            return f"{lb.name}'s pole moves"
+        if lb.targets is not None and not lb.static_target and (lb.target_bone or mover_curves(lb.target_object) is None):
+            return f"{lb.name}'s target moves {'with a bone' if lb.target_bone else _NOT_KEYS}"
+        if lb.poles is not None and not lb.static_pole and mover_curves(lb.pole_object) is None:
+            return f"{lb.name}'s pole moves {_NOT_KEYS}"
     render = scene.render
     if render.frame_map_old != render.frame_map_new:
         return "the scene remaps time"
@@ -112,12 +120,137 @@ def why_not(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
     return None
 
 
-def _curves(obj: bpy.types.Object) -> dict[tuple[str, int], Any]:
+_NOT_KEYS = "by more than its own keys (a parent, constraint, NLA, driver or delta transform)"
+_IDENTITY_DELTAS = (("delta_location", (0.0, 0.0, 0.0)), ("delta_rotation_euler", (0.0, 0.0, 0.0)),
+                    ("delta_rotation_quaternion", (1.0, 0.0, 0.0, 0.0)), ("delta_scale", (1.0, 1.0, 1.0)))
+
+
+def mover_curves(o: bpy.types.Object, span: Optional[tuple[float, float]] = None) -> Optional[dict[tuple[str, int], Any]]:
+    """The F-curves of object `o`'s action when they alone move it (no parent, constraint, driver or blended
+    action, no delta transform; no NLA, or with `span` (first, last frame) one strip `_strip_why` accepts):
+    its world matrix is then their value; None otherwise."""
+    if o.parent is not None or any(not c.mute and c.influence > 0.0 for c in o.constraints):
+        return None
+    if any(tuple(getattr(o, name)) != value for name, value in _IDENTITY_DELTAS):
+        return None
+    ad = o.animation_data
+    if ad is not None:
+        if len(ad.drivers) or (_playing(o) and (span is None or _strip_why(o, *span))):
+            return None
+        if ad.action is not None and (ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE"):
+            return None
+    return _curves(o)
+
+
+def _span(reader: RigReader) -> tuple[float, float]:
+    return reader.first, reader.first + reader.frames - 1
+
+
+def _world(o: bpy.types.Object, curves: dict[tuple[str, int], Any], frames: np.ndarray) -> np.ndarray:
+    """Object `o`'s world matrices (len(frames), 4, 4) from its transform F-curves (`mover_curves`) and, where
+    not keyed, its transform as it is: T(location) R(rotation, in its mode) S(scale), as Blender composes it."""
+    ch = {}
+    for prop, size in _CHANNELS:
+        out = np.repeat(np.array(getattr(o, prop), dtype=np.float64)[None], len(frames), axis=0)
+        for c in range(size):
+            fc = curves.get((prop, c))
+            if fc is not None:
+                ev = fc.evaluate
+                out[:, c] = [ev(f) for f in frames]
+        ch[prop] = out
+    q = channel_quat(o.rotation_mode, ch["rotation_quaternion"], ch["rotation_euler"], ch["rotation_axis_angle"])
+    m = np.zeros((len(frames), 4, 4))
+    m[:, :3, :3] = qmat(q) * ch["scale"][:, None, :]
+    m[:, :3, 3] = ch["location"]
+    m[:, 3, 3] = 1.0
+    return m
+
+
+def _movers(reader: RigReader) -> list[tuple[bpy.types.Object, dict[tuple[str, int], Any], np.ndarray, bool]]:
+    """The objects whose motion the reader reads per frame (the armature object, targets, poles), each with
+    its F-curves, the reader's array it goes to, and whether that array holds positions only (poles)."""
+    out = []
+    if not reader.static_object:
+        out.append((reader.obj, mover_curves(reader.obj, _span(reader)) or {}, reader.mw, False))
+    for lb in reader.limbs:
+        if lb.targets is not None and not lb.static_target:
+            out.append((lb.target_object, mover_curves(lb.target_object) or {}, lb.targets, False))
+        if lb.poles is not None and not lb.static_pole:
+            out.append((lb.pole_object, mover_curves(lb.pole_object) or {}, lb.poles, True))
+    return out
+
+
+def _playing(obj: bpy.types.Object) -> list[Any]:
+    """The rig's NLA tracks Blender evaluates."""
     ad = obj.animation_data
-    if ad is None or ad.action is None:
+    if ad is None or not ad.use_nla:
+        return []
+    return [t for t in ad.nla_tracks if not t.mute]
+
+
+def _strip_why(obj: bpy.types.Object, first: float, last: float) -> Optional[str]:
+    """None when the rig's NLA plays nothing, or one strip that frames `first`..`last` read as the action it
+    holds (`_StripCurve`): one track, one action strip, Replace at full influence, no blending in or out,
+    no animated time or influence, not reversed, no strip modifiers, held where the range passes its ends;
+    else why the NLA must be replayed."""
+    ad = obj.animation_data
+    tracks = _playing(obj)
+    if not tracks:
+        return None
+    if ad.use_tweak_mode or any(t.is_solo for t in ad.nla_tracks):
+        return "an NLA strip is tweaked or a track plays solo"
+    strips = [st for t in tracks for st in t.strips if not st.mute]
+    if len(strips) != 1:
+        return "its NLA plays more than one strip"
+    st = strips[0]
+    # (Its influence counts only when animated: `use_animated_influence`.)
+    if (st.type != "CLIP" or st.action is None or st.blend_type != "REPLACE"
+            or st.blend_in or st.blend_out or st.use_animated_influence or st.use_animated_time
+            or st.use_reverse or len(st.modifiers)):
+        return f"its NLA strip {st.name!r} blends, is reversed or retimed"
+    if anim.fcurves(st.action, getattr(st, "action_slot", None)) is None:
+        return f"its NLA strip {st.name!r} plays no slot of its action"
+    if (first < st.frame_start and st.extrapolation != "HOLD") or (last > st.frame_end and st.extrapolation == "NOTHING"):
+        return f"its NLA strip {st.name!r} does not cover the frames"
+    return None
+
+
+class _StripCurve:
+    """An F-curve of an NLA strip's action, evaluated at scene frames: Blender's time mapping of an action
+    strip (scale, repeats), held at the strip's ends outside it (`_strip_why` checked that it holds)."""
+
+    def __init__(self, fc: Any, strip: Any) -> None:
+        self.fc = fc
+        self.start, self.end = float(strip.frame_start), float(strip.frame_end)
+        self.act_start, self.act_end = float(strip.action_frame_start), float(strip.action_frame_end)
+        self.scale = abs(float(strip.scale)) or 1.0
+        self.whole = float(strip.repeat) == math.floor(float(strip.repeat))
+
+    def evaluate(self, frame: float) -> float:
+        f = min(max(float(frame), self.start), self.end)
+        length = (self.act_end - self.act_start) or 1.0
+        if f == self.end and self.whole:
+            return float(self.fc.evaluate(self.act_end))
+        return float(self.fc.evaluate(self.act_start + math.fmod(f - self.start, length * self.scale) / self.scale))
+
+
+def _curves(obj: bpy.types.Object) -> dict[tuple[str, int], Any]:
+    """What gives each animated channel of `obj` its value, by (data path, index): the active action's
+    F-curves over the NLA strip's (`_strip_why` made sure there is at most one, read as it plays)."""
+    ad = obj.animation_data
+    if ad is None:
         return {}
-    return {(fc.data_path, fc.array_index): fc for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []
-            if not fc.mute}
+    out: dict[tuple[str, int], Any] = {}
+    for track in _playing(obj):
+        for st in track.strips:
+            if not st.mute and st.action is not None:
+                for fc in anim.fcurves(st.action, getattr(st, "action_slot", None)) or []:
+                    if not fc.mute:
+                        out[(fc.data_path, fc.array_index)] = _StripCurve(fc, st)
+    if ad.action is not None:
+        out.update({(fc.data_path, fc.array_index): fc for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []
+                    if not fc.mute})
+    return out
 
 
 def _pose(obj: bpy.types.Object, bones: list[int]) -> dict[str, np.ndarray]:
@@ -163,8 +296,14 @@ def _differs(a: np.ndarray, b: np.ndarray, size: float = 1.0) -> bool:
 
 
 def _disagrees(obj: bpy.types.Object, bones: list[int], frame: int, values: dict[str, np.ndarray],
-               matrices: np.ndarray) -> Optional[str]:
-    """Blender's evaluated pose now (at `frame`) against what was computed for it; None when they agree."""
+               matrices: np.ndarray, worlds: list[tuple[bpy.types.Object, np.ndarray]]) -> Optional[str]:
+    """Blender's evaluated pose now (at `frame`) against what was computed for it, and the world matrices of
+    the objects that move (`worlds`); None when they agree."""
+    for o, m in worlds:
+        evaluated = np.array(o.matrix_world, dtype=np.float64)
+        size = max(1.0, float(np.abs(evaluated[:3, 3]).max()))
+        if _differs(evaluated[:3, :3], m[:3, :3]) or _differs(evaluated[:3, 3], m[:3, 3], size):
+            return f"{o.name!r}'s keys, on frame {frame}, do not give where Blender puts it"
     for prop, v in _pose(obj, bones).items():
         if _differs(v, values[prop], max(1.0, float(np.abs(v).max()))):
             return f"its action, on frame {frame}, does not give the pose Blender evaluates ({prop})"
@@ -184,12 +323,10 @@ def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> n
     out = np.empty(lead + (len(bones), 4, 4))
     for k, i in enumerate(bones):
         pb = pbs[i]
-        rest = np.array(pb.bone.matrix_local, dtype=np.float64)
         parent = pb.parent
-        if parent is not None:
-            offset = np.linalg.inv(np.array(parent.bone.matrix_local, dtype=np.float64)) @ rest
-        else:
-            offset = rest
+        # (mathutils' inverse: numpy's LAPACK call costs far more on one 4x4 matrix, above all on a busy machine)
+        rest = pb.bone.matrix_local if parent is None else parent.bone.matrix_local.inverted() @ pb.bone.matrix_local
+        offset = np.array(rest, dtype=np.float64)
         q = channel_quat(pb.rotation_mode, ch["rotation_quaternion"][..., k, :], ch["rotation_euler"][..., k, :],
                          ch["rotation_axis_angle"][..., k, :])
         local = np.zeros(lead + (4, 4))
@@ -201,11 +338,6 @@ def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> n
             m = out[..., slot[int(pbs.find(parent.name))], :, :] @ m
         out[..., k, :, :] = m
     return out
-
-
-def read_all(reader: RigReader, scene: bpy.types.Scene) -> Optional[str]:
-    """`read_rigs` for one rig."""
-    return read_rigs([reader], scene)[0]
 
 
 def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Optional[str]]:
@@ -224,7 +356,9 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Opti
         rows = sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})
         values = _channels(obj, bones, frames[rows], curves)
         matrices = _fk(obj, bones, values)
-        checks = {int(frames[r]): ({p: v[k] for p, v in values.items()}, matrices[k]) for k, r in enumerate(rows)}
+        worlds = [(o, _world(o, c, frames[rows])) for o, c, _dest, _pos in _movers(reader)]
+        checks = {int(frames[r]): ({p: v[k] for p, v in values.items()}, matrices[k], [(o, w[k]) for o, w in worlds])
+                  for k, r in enumerate(rows)}
         todo.append((n, bones, curves, frames, checks))
     saved = scene.frame_current
     try:
@@ -272,4 +406,7 @@ def _fill(reader: RigReader, bones: list[int], curves: dict[tuple[str, int], Any
         reader.loc[rows] = first["location"]
         for b in reader.located:
             reader.loc[rows, reader.slot[b]] = values["location"][:, bones.index(b)]
+        for o, c, dest, positions in _movers(reader):  # the armature object, targets and poles that move
+            w = _world(o, c, frames[rows])
+            dest[rows] = w[:, :3, 3] if positions else w
     return None

@@ -78,15 +78,23 @@ def rest_leg_length(obj: bpy.types.Object, names: list[str], end: str = "") -> f
 
 
 def anim_paths(obj: bpy.types.Object) -> list[str]:
-    """The data paths the object's action and drivers animate ('*' for NLA strips, which may animate anything)."""
+    """The data paths the object's action, NLA strips and drivers animate ('*' for an NLA strip that is no
+    plain action strip: a meta strip or a transition may animate anything)."""
     ad = obj.animation_data
     if ad is None:
         return []
     paths = [d.data_path for d in ad.drivers]
     if ad.action is not None:
         paths += [fc.data_path for fc in anim.fcurves(ad.action, anim.slot_of(obj)) or []]
-    if ad.nla_tracks:
-        paths.append("*")  # NLA strips may animate anything
+    for track in ad.nla_tracks:
+        if track.mute:
+            continue
+        for strip in track.strips:
+            fcs = anim.fcurves(strip.action, getattr(strip, "action_slot", None)) if strip.action is not None else None
+            if strip.type != "CLIP" or fcs is None:
+                paths.append("*")
+            else:
+                paths += [fc.data_path for fc in fcs]
     return paths
 
 

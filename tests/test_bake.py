@@ -145,15 +145,61 @@ def test_a_bake_copies_a_valid_live_cache_or_reads_the_action_and_equals_a_bake_
         assert np.abs(v[inside] - copied[k][rows]).max() <= 1e-6
 
 
-def test_a_rig_with_a_moving_target_is_replayed_and_the_bake_says_why():
+def test_a_rig_with_a_target_moved_by_a_parent_is_replayed_and_the_bake_says_why():
     obj, terrain, leg = _four_limb_walker("stairs")  # its hands reach for keyed empties
+    carrier = _empty("Carrier", (0, 0, 0))
+    carrier.keyframe_insert("location", frame=1)
+    carrier.location.z += 0.1 * leg
+    carrier.keyframe_insert("location", frame=40)
+    props.settings(obj).limbs[2].target_object.parent = carrier
     _plant(obj, terrain)
     live.caches.frames.pop(obj.name)
     scene = bpy.context.scene
     job = bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene)
     assert job.total > 0
     (report,) = job.finish()
-    assert report.read == f"{bake.SWEEP}: Left Arm's target moves"
+    assert report.read.startswith(f"{bake.SWEEP}: Left Arm's target moves by more than its own keys"), report.read
+
+
+@pytest.mark.parametrize("how", ["keyed object", "NLA strip"])
+def test_keyed_targets_an_armature_object_or_an_nla_strip_are_read_from_their_keys_and_bake_as_a_replay_does(
+        monkeypatch, how):
+    fkread = harness.module("core.fkread")
+    obj, terrain, leg = _four_limb_walker("noise")  # its hands reach for keyed empties
+    if how == "keyed object":
+        obj.keyframe_insert("location", frame=1)
+        obj.location.x += 0.2 * leg
+        obj.keyframe_insert("location", frame=48)
+    else:  # the walk pushed down into an NLA strip, slowed down
+        ad = obj.animation_data
+        strip = ad.nla_tracks.new().strips.new("walk", 1, ad.action)
+        if hasattr(strip, "action_slot"):
+            strip.action_slot = ad.action_slot
+        strip.scale = 1.5
+        ad.action = None
+    _plant(obj, terrain)
+    scene = bpy.context.scene
+    baked = {}
+    for forced in (False, True):
+        live.caches.frames.pop(obj.name, None)
+        if forced:
+            monkeypatch.setattr(fkread, "why_not", lambda *_a: "forced")
+        job = bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene)
+        assert (job.total > 0) == forced
+        (report,) = job.finish()
+        assert report.read == (f"{bake.SWEEP}: forced" if forced else fkread.FCURVES)
+        baked[forced] = _keys(obj)
+        if how == "NLA strip":  # a bake laid over the strip: without it the strip plays again
+            laid = obj.animation_data.action
+            obj.animation_data.action = None
+            for key, values in dict(laid[bake.UNKEYED_KEY]).items():  # as use_source gives them back
+                bone, _sep, prop = key.rpartition("|")
+                setattr(obj.pose.bones[bone], prop, list(values))
+        else:
+            assert bake.use_source(obj) is not None
+    assert baked[False].keys() == baked[True].keys()
+    worst = max((float(np.abs(baked[False][k] - baked[True][k]).max()), k) for k in baked[False])
+    assert worst[0] <= 1e-5, worst
 
 
 def test_a_setting_changed_after_the_cache_was_built_is_baked_from_the_animation_not_the_cache():

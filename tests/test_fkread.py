@@ -29,7 +29,7 @@ def _readers(obj, first=-3, frames=60):
         a.read(i)
     scene.frame_set(saved)
     b = reader.RigReader(obj, terrain, frames, first, 24.0)
-    return a, b, fkread.read_all(b, scene)
+    return a, b, fkread.read_rigs([b], scene)[0]
 
 
 def _assert_same(a, b):
@@ -80,8 +80,9 @@ def test_a_mocap_clip_read_from_its_action_equals_a_sweep():
 
 
 def _add_nla(obj):
+    """A strip that adds itself over the action: NLA blending, replayed."""
     track = obj.animation_data.nla_tracks.new()
-    track.strips.new("walk", 1, obj.animation_data.action)
+    track.strips.new("walk", 1, obj.animation_data.action).blend_type = "ADD"
 
 
 def _add_driver(obj):
@@ -110,9 +111,13 @@ def _stale(obj):
 
 
 def _moving_object(obj):
-    obj.keyframe_insert("location", frame=1)
-    obj.location.x += 1.0
-    obj.keyframe_insert("location", frame=30)
+    """Moved by a parent that moves: more than its own keys."""
+    parent = bpy.data.objects.new("Carrier", None)
+    bpy.context.scene.collection.objects.link(parent)
+    obj.parent = parent
+    parent.keyframe_insert("location", frame=1)
+    parent.location.x += 1.0
+    parent.keyframe_insert("location", frame=30)
 
 
 def _remapped(obj):
@@ -139,3 +144,68 @@ def test_a_range_longer_than_the_limit_is_left_to_the_sweep(monkeypatch):
     obj, _terrain, _leg = _walker("flat")
     _a, _b, why = _readers(obj, first=1, frames=51)
     assert why is not None and "longer than 50 frames" in why
+
+
+def test_an_armature_object_and_targets_moved_by_their_own_keys_are_read_from_them():
+    """Root motion on the object (location, rotation in a non-default order, scale) and a keyed hand target
+    and pole: their world matrices from their F-curves equal what a sweep reads."""
+    from test_bake import _four_limb_walker
+
+    obj, _terrain, leg = _four_limb_walker("flat")
+    scene = bpy.context.scene
+    obj.rotation_mode = "ZXY"
+    for f, x, yaw, k in ((1, 0.0, 0.0, 1.0), (25, 0.4 * leg, 0.3, 1.2), (48, 0.9 * leg, -0.2, 0.9)):
+        obj.location = (x, 0.1 * x, 0.0)
+        obj.rotation_euler = (0.05, 0.0, yaw)
+        obj.scale = (k, k, k)
+        for prop in ("location", "rotation_euler", "scale"):
+            obj.keyframe_insert(prop, frame=f)
+    s = props.settings(obj)
+    pole = bpy.data.objects.new("Elbow pole", None)
+    scene.collection.objects.link(pole)
+    pole.rotation_mode = "QUATERNION"
+    for f, y in ((1, 0.5), (48, 0.8)):
+        pole.location = (0.3 * leg, y * leg, 1.0 * leg)
+        pole.keyframe_insert("location", frame=f)
+    s.limbs[2].pole_mode = "OBJECT"
+    s.limbs[2].pole_object = pole
+    bpy.context.view_layer.update()
+    a, b, why = _readers(obj, first=1, frames=48)
+    assert why is None, why
+    assert not b.static_object and not b.limbs[2].static_target and not b.limbs[2].static_pole
+    _assert_same(a, b)
+    for la, lb in zip(a.limbs, b.limbs):
+        for name in ("targets", "poles"):
+            x, y = getattr(la, name), getattr(lb, name)
+            assert (x is None) == (y is None) and (x is None or np.abs(x - y).max() <= 1e-5 * max(1.0, np.abs(x).max()))
+
+
+@pytest.mark.parametrize("active", [False, True])
+def test_an_animation_pushed_down_into_an_nla_strip_is_read_through_the_strips_timing(active):
+    """The walk in one NLA strip, started later, slowed down and repeated one and a half times, held before
+    it starts and after it ends; optionally an active action keying the pelvis over it."""
+    obj, _terrain, leg = _walker("flat")
+    ad = obj.animation_data
+    walk = ad.action
+    track = ad.nla_tracks.new()
+    st = track.strips.new("walk", 8, walk)
+    if hasattr(st, "action_slot"):
+        st.action_slot = ad.action_slot
+    st.scale = 1.25
+    st.repeat = 1.5
+    st.extrapolation = "HOLD"
+    ad.action = None
+    if active:
+        over = bpy.data.actions.new("Pelvis over")
+        obj.animation_data.action = over
+        bpy.context.scene.frame_set(1)
+        obj.pose.bones["spine"].location = (0.0, 0.05 * leg, 0.0)
+        obj.pose.bones["spine"].keyframe_insert("location", frame=1)
+        obj.pose.bones["spine"].location = (0.0, -0.05 * leg, 0.02 * leg)
+        obj.pose.bones["spine"].keyframe_insert("location", frame=90)
+    bpy.context.view_layer.update()
+    last = st.frame_end
+    a, b, why = _readers(obj, first=1, frames=int(last) + 10)  # before the strip, through it, and after
+    assert why is None, why
+    _assert_same(a, b)
+    assert np.abs(a.matrix[20] - a.matrix[50]).max() > 1e-3  # it walks
