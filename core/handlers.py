@@ -28,14 +28,11 @@ def contact_ik_load_post(*_args: Any) -> None:
 def contact_ik_save_pre(*_args: Any) -> None:
     """The file keeps the animation's values, not the IK: channels the animation does not key would
     otherwise be saved holding IK, which the next session would take for the animation."""
-    for name in list(caches.layers):  # put back on the tracks by save_post's refresh
-        caches.layers.discard(name)
-        obj = bpy.data.objects.get(name)
-        try:
-            if obj is not None:
-                caches.layers.difference_update(layer.detach(obj))
-        except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
-            print(f"Contact IK: the preview track of {name!r} was saved: {type(exc).__name__}: {exc}")
+    caches.layers.clear()  # put back on their tracks by save_post's refresh
+    try:
+        layer.detach_everywhere()  # every track in the file, whoever it was built for
+    except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
+        print(f"Contact IK: a preview track was saved: {type(exc).__name__}: {exc}")
     for name in list(caches.rigs):
         obj = bpy.data.objects.get(name)
         try:
@@ -80,7 +77,8 @@ def _forget_removed() -> None:
         for name in [n for n in cache if n not in names]:
             del cache[name]
     caches.layers.intersection_update(names)
-    caches.layers.difference_update(layer.remove_orphans())
+    # A renamed rig keeps its track under its new name: off it (and its orphans' sources unmuted).
+    caches.layers.difference_update(layer.detach_everywhere(keep=frozenset(caches.layers)))
 
 
 @bpy.app.handlers.persistent

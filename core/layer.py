@@ -231,10 +231,11 @@ def detach(obj: bpy.types.Object) -> list[str]:
     return names
 
 
-def detach_everywhere() -> list[str]:
-    """`detach` on every rig in the file and `remove_orphans`; the names of the rigs detached."""
+def detach_everywhere(keep: frozenset[str] = frozenset()) -> list[str]:
+    """`detach` on every rig in the file but those named in `keep`, and `remove_orphans`; the names of the
+    rigs detached. (A track whose rig was renamed, or that the user deleted, leaves no mute behind.)"""
     names = [name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.library is None
-             and obj.animation_data is not None for name in detach(obj)]
+             and obj.name not in keep and obj.animation_data is not None for name in detach(obj)]
     return names + remove_orphans()
 
 

@@ -383,12 +383,10 @@ def invalidate_frames() -> None:
 
 
 def detach_layers() -> None:
-    """Take every rig off its preview track (its frame cache is being dropped)."""
-    for name in list(caches.layers):
-        caches.layers.discard(name)
-        obj = bpy.data.objects.get(name)
-        if obj is not None:
-            caches.layers.difference_update(layer.detach(obj))
+    """Take every rig off its preview track (its frame cache is being dropped), and any track or mute
+    left behind by a renamed rig or a track the user deleted."""
+    caches.layers.clear()
+    layer.detach_everywhere()
 
 
 def settings_changed(obj: Any) -> None:

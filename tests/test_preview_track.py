@@ -261,3 +261,23 @@ def test_in_the_ui_the_switch_plants_this_frame_at_once_and_builds_the_cache_rig
     assert obj.name in live.caches.frames and obj.name in live.caches.layers
     scene.frame_set(7)
     assert _gap_to_cache(obj, 7) < 1e-6
+
+
+@pytest.mark.parametrize("how", ["track deleted", "rig renamed"])
+def test_a_track_deleted_by_hand_or_a_renamed_rig_leaves_no_mute_behind(how, tmp_path):
+    obj, _terrain, _leg = _planted()
+    scene = bpy.context.scene
+    assert _muted(obj)
+    if how == "track deleted":
+        ad = obj.animation_data
+        ad.nla_tracks.remove(ad.nla_tracks[layer.TRACK])
+    else:
+        obj.name = "Hero"
+    bpy.context.view_layer.update()
+    scene.frame_set(4)
+    live.invalidate_frames()  # the next edit, at the latest
+    assert not _muted(obj) and _preview_actions() == [] and layer.TRACK not in _tracks(obj)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "after.blend"))
+    harness.reset_scene()
+    with bpy.data.libraries.load(str(tmp_path / "after.blend")) as (data_from, _data_to):
+        assert all(not name.startswith(layer.TRACK) for name in data_from.actions)
