@@ -281,3 +281,23 @@ def test_a_track_deleted_by_hand_or_a_renamed_rig_leaves_no_mute_behind(how, tmp
     harness.reset_scene()
     with bpy.data.libraries.load(str(tmp_path / "after.blend")) as (data_from, _data_to):
         assert all(not name.startswith(layer.TRACK) for name in data_from.actions)
+
+
+def test_a_rig_whose_action_is_also_stashed_in_its_own_nla_plays_from_its_track():
+    """Imports and the Action Editor stash actions in muted NLA tracks of the same rig: one more user of the
+    action, but no other rig loses its channels."""
+    obj, terrain, _leg = _walker("noise")
+    ad = obj.animation_data
+    stash = ad.nla_tracks.new()
+    stash.name = "[Action Stash]"
+    strip = stash.strips.new("walk", 1, ad.action)
+    if hasattr(strip, "action_slot"):
+        strip.action_slot = ad.action_slot
+    stash.mute = True
+    assert ad.action.users - int(ad.action.use_fake_user) == 2
+    _plant(obj, terrain)
+    bpy.context.scene.frame_set(9)
+    assert obj.name in live.caches.layers and _tracks(obj) == ["[Action Stash]", layer.TRACK]
+    assert _gap_to_cache(obj, 9) < 1e-6
+    harness.module("properties").settings(obj).live_preview = False
+    assert _tracks(obj) == ["[Action Stash]"] and not _muted(obj)
