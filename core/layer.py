@@ -83,8 +83,9 @@ def groups(rigs: list[tuple[bpy.types.Object, Any]]) -> list[list[tuple[bpy.type
         keys = set(group[0][1].values)
         # Its users: the rigs, and strips of their own NLA (a stash track, say: whatever they play of it, the
         # rig's track above replaces the muted channels); anything else would lose those channels.
-        own = sum(1 + len([st for t in o.animation_data.nla_tracks for st in t.strips if st.action == action])
-                  for o, _c in group)
+        own = 0
+        for o, _c in group:
+            own += 1 + len([st for t in o.animation_data.nla_tracks for st in t.strips if st.action == action])
         if action.users - int(action.use_fake_user) == own and all(set(c.values) == keys for _o, c in group):
             out.append(group)
     return out
