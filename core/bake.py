@@ -24,7 +24,7 @@ from typing import Any, Optional
 import bpy
 import numpy as np
 
-from . import anim, batch, checks, fkread, live, model, state
+from . import anim, batch, checks, fkread, layer, live, model, state
 from .checks import Channel, driven_channels, limb_is_usable  # noqa: F401  (Channel: the bake's channels)
 from .contacts import fps_of
 from .errors import UserError
@@ -247,15 +247,8 @@ def _fill_from_batch(rig: RigBake) -> None:
 def make_continuous(rig: RigBake) -> None:
     """No quaternion sign flips and no Euler wrap jumps from one frame to the next."""
     col = 0
-    v = rig.values
     for c in rig.channels:
-        block = v[:, col:col + c.size]
-        if c.prop == "rotation_quaternion" and len(block) > 1:
-            dots = np.einsum("ij,ij->i", block[1:], block[:-1])
-            signs = np.concatenate(([1.0], np.cumprod(np.where(dots < 0.0, -1.0, 1.0))))
-            block *= signs[:, None]
-        elif c.prop == "rotation_euler":
-            block[:] = np.unwrap(block, axis=0)
+        layer.continuous(c.prop, rig.values[:, col:col + c.size])  # a view: made continuous in place
         col += c.size
 
 

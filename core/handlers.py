@@ -17,10 +17,7 @@ from .state import caches
 @bpy.app.handlers.persistent
 def contact_ik_load_post(*_args: Any) -> None:
     caches.reset()
-    try:
-        layer.detach_everywhere()  # a file saved by a crash keeps its preview tracks: not the animation
-    except Exception as exc:  # noqa: BLE001  loading never fails because of Contact IK
-        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
+    _detach_everywhere()  # a file saved by a crash keeps its preview tracks: not the animation
     live.sync_registry()
 
 
@@ -29,10 +26,7 @@ def contact_ik_save_pre(*_args: Any) -> None:
     """The file keeps the animation's values, not the IK: channels the animation does not key would
     otherwise be saved holding IK, which the next session would take for the animation."""
     caches.layers.clear()  # put back on their tracks by save_post's refresh
-    try:
-        layer.detach_everywhere()  # every track in the file, whoever it was built for
-    except Exception as exc:  # noqa: BLE001  saving never fails because of Contact IK
-        print(f"Contact IK: a preview track was saved: {type(exc).__name__}: {exc}")
+    _detach_everywhere()  # every track in the file, whoever it was built for
     for name in list(caches.rigs):
         obj = bpy.data.objects.get(name)
         try:
@@ -57,15 +51,22 @@ def contact_ik_undo_post(*_args: Any) -> None:
     # The data brought back may hold a preview track built for other data, or none: every track goes, and
     # the frame caches are built again (in a moment, in the UI).
     caches.layers.clear()
-    try:
-        layer.detach_everywhere()
-    except Exception as exc:  # noqa: BLE001  undo never fails because of Contact IK
-        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
+    _detach_everywhere()
     live.invalidate_frames()
     caches.frames.clear()
     caches.drop_setups()
     live.sync_registry()
     _forget_removed()
+
+
+def _detach_everywhere() -> list[str]:
+    """`layer.detach_everywhere` from a handler, which never fails because of Contact IK (load, save, undo,
+    unregister): the rigs taken off their tracks."""
+    try:
+        return layer.detach_everywhere()
+    except Exception as exc:  # noqa: BLE001
+        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
+        return []
 
 
 def _forget_removed() -> None:
@@ -151,10 +152,10 @@ def unregister() -> None:
                 live.restore_for_edit(obj)
         except Exception as exc:  # noqa: BLE001  unregister never fails
             print(f"Contact IK: the pose of {name!r} was not restored: {type(exc).__name__}: {exc}")
-    try:
-        if layer.detach_everywhere() and bpy.context.view_layer is not None:
+    if _detach_everywhere() and bpy.context.view_layer is not None:
+        try:
             bpy.context.view_layer.update()  # the animation's values, evaluated
-    except Exception as exc:  # noqa: BLE001  unregister never fails
-        print(f"Contact IK: a preview track was not removed: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001  unregister never fails
+            print(f"Contact IK: the animation was not evaluated again: {type(exc).__name__}: {exc}")
     live.live_rigs.clear()
     caches.reset()

@@ -24,6 +24,7 @@ import bpy
 import numpy as np
 
 from . import anim
+from .checks import Channel
 
 TRACK = "Contact IK preview"
 MARK = "contact_ik_preview"  # on the preview action: the rig's name
@@ -34,13 +35,9 @@ HELD = "contact_ik_preview_held"  # JSON: [[data_path, index, value], ...] chann
 _LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
 
 
-def path_of(bone: str, prop: str) -> str:
-    return f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}'
-
-
 def continuous(prop: str, block: np.ndarray) -> None:
     """No quaternion sign flips and no Euler wrap jumps from one frame to the next (rows are frames), so
-    keys interpolate the short way between frames; in place."""
+    keys interpolate the short way between frames; in place. The bake's keys and the preview track's."""
     if prop == "rotation_quaternion" and len(block) > 1:
         dots = np.einsum("ij,ij->i", block[1:], block[:-1])
         signs = np.concatenate(([1.0], np.cumprod(np.where(dots < 0.0, -1.0, 1.0))))
@@ -91,11 +88,6 @@ def groups(rigs: list[tuple[bpy.types.Object, Any]]) -> list[list[tuple[bpy.type
     return out
 
 
-def is_attached(obj: bpy.types.Object) -> bool:
-    ad = obj.animation_data
-    return ad is not None and any(_marked(t) for t in ad.nla_tracks)
-
-
 def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.ndarray]) -> bool:
     """Play `values` ((bone, property) -> (frames, size) array from frame `start`) on the rig's preview
     track; False (nothing changed) where the track would not play (`why_not`) or there is one frame only."""
@@ -119,7 +111,7 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
     for (bone, prop), block in values.items():
         block = np.array(block, dtype=np.float32)
         continuous(prop, block)
-        path = path_of(bone, prop)
+        path = Channel(bone, prop, block.shape[1]).data_path
         current = tuple(getattr(bones[bone], prop))
         for j in range(block.shape[1]):
             fc = anim.ensure_fcurve(owner, path, j, bone)

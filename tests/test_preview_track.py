@@ -58,7 +58,8 @@ def test_live_preview_plays_its_frame_cache_from_a_track_blender_evaluates_witho
     assert len(_preview_actions()) == 1
     cache = live.caches.frames[obj.name]
     keyed = {(fc.data_path, fc.array_index) for fc in _fcurves(obj)}
-    solved = {(layer.path_of(b, p), j) for (b, p), v in cache.values.items() for j in range(v.shape[1])}
+    channel = harness.module("core.checks").Channel
+    solved = {(channel(b, p, v.shape[1]).data_path, j) for (b, p), v in cache.values.items() for j in range(v.shape[1])}
     assert keyed & solved and _muted(obj) == sorted(keyed & solved)  # the keyed solved channels, muted
     # Blender alone plays it: the frame change handler is taken out and every frame is still the cache's.
     lst = bpy.app.handlers.frame_change_post
