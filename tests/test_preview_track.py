@@ -69,9 +69,20 @@ def test_live_preview_plays_its_frame_cache_from_a_track_blender_evaluates_witho
         for f in range(cache.start, cache.end + 1):
             scene.frame_set(f)
             worst = max(worst, _gap_to_cache(obj, f))
+        # Between frames (motion blur, subframe playback) the track interpolates linearly, as linear keys do.
+        between = 0.0
+        for f in range(cache.start, cache.end, 7):
+            scene.frame_set(f)
+            a = _evaluated(obj, cache.values)
+            scene.frame_set(f + 1)
+            b = _evaluated(obj, cache.values)
+            scene.frame_set(f, subframe=0.25)
+            mid = _evaluated(obj, cache.values)
+            between = max(between, max(float(np.abs(mid[k] - (0.75 * a[k] + 0.25 * b[k])).max()) for k in mid))
     finally:
         lst.append(handlers.contact_ik_frame_change_post)
     assert worst < 1e-6
+    assert between < 1e-6
     # The cache is not the animation: live preview off, the same frame is another pose.
     values, start = cache.values, cache.start
     harness.module("properties").settings(obj).live_preview = False
