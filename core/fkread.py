@@ -291,6 +291,44 @@ def _channels(obj: bpy.types.Object, bones: list[int], frames: np.ndarray,
     return values
 
 
+def _sharing_key(obj: bpy.types.Object, bones: list[int], curves: dict[tuple[str, int], Any]) -> Optional[tuple[Any, ...]]:
+    """What `_channels` and `_fk` read of a rig, for rigs that share it (a crowd of copies: one armature, one
+    action, the same rest of the pose): equal keys give equal values and matrices. None where a curve is an
+    NLA strip's (not worth telling apart)."""
+    if any(isinstance(c, _StripCurve) for c in curves.values()):
+        return None
+    pbs = obj.pose.bones
+    pose = _pose(obj, bones)
+    return (obj.data.as_pointer(), tuple(bones), tuple(pbs[i].rotation_mode for i in bones),
+            tuple(sorted((k, c.as_pointer()) for k, c in curves.items())),
+            b"".join(v.tobytes() for v in pose.values()))
+
+
+class _Shared:
+    """`_channels` and `_fk` computed once for the rigs whose `_sharing_key` is equal (only those keys are
+    kept: a lone rig's arrays are not held on to)."""
+
+    def __init__(self, keys: list[Optional[tuple[Any, ...]]]):
+        seen: dict[tuple[Any, ...], int] = {}
+        for k in keys:
+            if k is not None:
+                seen[k] = seen.get(k, 0) + 1
+        self.shared = {k for k, n in seen.items() if n > 1}
+        self.memo: dict[tuple[Any, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
+
+    def get(self, key: Optional[tuple[Any, ...]], obj: bpy.types.Object, bones: list[int], frames: np.ndarray,
+            curves: dict[tuple[str, int], Any]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        if key is None or key not in self.shared:
+            values = _channels(obj, bones, frames, curves)
+            return values, _fk(obj, bones, values)
+        full = key + (frames.tobytes(),)
+        got = self.memo.get(full)
+        if got is None:
+            values = _channels(obj, bones, frames, curves)
+            got = self.memo[full] = (values, _fk(obj, bones, values))
+        return got
+
+
 def _differs(a: np.ndarray, b: np.ndarray, size: float = 1.0) -> bool:
     return bool(np.abs(a - b).max() > TOLERANCE * size) if a.size else False
 
@@ -345,38 +383,43 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Opti
     done, else why not (that reader is then left for the sweep to read, untouched). The check frames are
     set once for all of them (in a crowd, each `frame_set` evaluates every rig)."""
     reasons: list[Optional[str]] = [why_not(r, scene) for r in readers]
-    todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)})
+    todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)}, sharing key)
+    found = {}
     for n, reader in enumerate(readers):
-        if reasons[n] is not None:
-            continue
+        if reasons[n] is None:
+            bones = _closure(reader.obj, reader.used)
+            curves = _curves(reader.obj)
+            found[n] = (bones, curves, _sharing_key(reader.obj, bones, curves))
+    shared = _Shared([key for _b, _c, key in found.values()])
+    for n, (bones, curves, key) in found.items():
+        reader = readers[n]
         obj = reader.obj
-        bones = _closure(obj, reader.used)
-        curves = _curves(obj)
         frames = reader.first + np.arange(reader.frames, dtype=np.float64)
         rows = sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})
-        values = _channels(obj, bones, frames[rows], curves)
-        matrices = _fk(obj, bones, values)
+        values, matrices = shared.get(key, obj, bones, frames[rows], curves)
         worlds = [(o, _world(o, c, frames[rows])) for o, c, _dest, _pos in _movers(reader)]
         checks = {int(frames[r]): ({p: v[k] for p, v in values.items()}, matrices[k], [(o, w[k]) for o, w in worlds])
                   for k, r in enumerate(rows)}
-        todo.append((n, bones, curves, frames, checks))
+        todo.append((n, bones, curves, frames, checks, key))
     saved = scene.frame_current
     try:
-        for frame in sorted({f for *_rest, checks in todo for f in checks}):
+        for frame in sorted({f for *_rest, checks, _k in todo for f in checks}):
             scene.frame_set(frame)
-            for n, bones, _c, _f, checks in todo:
+            for n, bones, _c, _f, checks, _k in todo:
                 if reasons[n] is None and frame in checks:
                     reasons[n] = _disagrees(readers[n].obj, bones, frame, *checks[frame])
     finally:
         if todo:
             scene.frame_set(saved)
-    for n, bones, curves, frames, _checks in todo:
+    shared.memo.clear()
+    for n, bones, curves, frames, _checks, key in todo:
         if reasons[n] is None:
-            _fill(readers[n], bones, curves, frames)
+            _fill(readers[n], bones, curves, frames, shared, key)
     return reasons
 
 
-def _fill(reader: RigReader, bones: list[int], curves: dict[tuple[str, int], Any], frames: np.ndarray) -> None:
+def _fill(reader: RigReader, bones: list[int], curves: dict[tuple[str, int], Any], frames: np.ndarray,
+          shared: _Shared, key: Optional[tuple[Any, ...]]) -> None:
     obj = reader.obj
     # Row 0 as a sweep reads it (the values read once: weights, static targets and poles, the object's
     # matrix), copied to every row; then the per-frame arrays from the action.
@@ -393,8 +436,8 @@ def _fill(reader: RigReader, bones: list[int], curves: dict[tuple[str, int], Any
     per_frame = {name for name, _buf, _view in reader._reads}
     for a in range(0, len(frames), CHUNK):
         rows = slice(a, a + CHUNK)
-        values = _channels(obj, bones, frames[rows], curves)
-        reader.matrix[rows] = np.swapaxes(_fk(obj, bones, values)[:, pick], -1, -2)
+        values, matrices = shared.get(key, obj, bones, frames[rows], curves)
+        reader.matrix[rows] = np.swapaxes(matrices[:, pick], -1, -2)
         if a == 0:
             first = {prop: v[:1, pick] for prop, v in values.items()}
         # The other channels as a sweep keeps them: on every frame those it reads per frame

@@ -209,3 +209,44 @@ def test_an_animation_pushed_down_into_an_nla_strip_is_read_through_the_strips_t
     assert why is None, why
     _assert_same(a, b)
     assert np.abs(a.matrix[20] - a.matrix[50]).max() > 1e-3  # it walks
+
+
+def test_a_crowd_of_copies_sharing_one_action_is_read_once_and_each_equals_its_sweep():
+    """Copies of one rig (`Object.copy()`: one armature, one action) are read together: what they share is
+    computed once, and each still equals its own sweep, also the copy whose unkeyed pose differs and the
+    copy placed elsewhere in the world."""
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    props.settings(obj).live_preview = False
+    copies = [obj]
+    for _k in range(3):
+        o = obj.copy()
+        scene.collection.objects.link(o)
+        copies.append(o)
+    copies[1].location.x += 2.0
+    copies[2].rotation_euler.z = 0.7
+    keyed = {fc.data_path for fc in _fcurves(obj)}
+    loose = next(pb for pb in copies[3].pose.bones
+                 if f'pose.bones["{pb.name}"].location' not in keyed and pb.parent is not None and pb.name.startswith("thigh"))
+    loose.location = (0.0, 0.05, 0.0)  # not keyed: this copy's own pose, so not shared with the others
+    bpy.context.view_layer.update()
+    frames, first = 40, 1
+    by_sweep = [reader.RigReader(o, None, frames, first, 24.0) for o in copies]
+    for i in range(frames):
+        scene.frame_set(first + i)
+        for r in by_sweep:
+            r.read(i)
+    scene.frame_set(first)
+    calls = []
+    fk = fkread._fk
+    try:
+        fkread._fk = lambda *a: calls.append(1) or fk(*a)
+        read = [reader.RigReader(o, None, frames, first, 24.0) for o in copies]
+        assert fkread.read_rigs(read, scene) == [None] * len(copies)
+    finally:
+        fkread._fk = fk
+    for a, b in zip(by_sweep, read):
+        _assert_same(a, b)
+    assert not np.allclose(read[0].matrix, read[3].matrix, atol=1e-4)  # the loose copy is its own
+    # Check frames and one chunk: once for the three that share, once for the loose copy (not 4 x 2).
+    assert len(calls) == 4, len(calls)
