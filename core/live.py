@@ -329,8 +329,10 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         with paused():  # nothing is planted while the range is swept
             rigs = []
             pad = model.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
+            changed = [restore_for_edit(obj, update=False) for obj, _terrain in todo]
+            if any(changed) and bpy.context.view_layer is not None:
+                bpy.context.view_layer.update()  # once for all of them
             for obj, terrain in todo:
-                restore_for_edit(obj)
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
                                                  context=pad)))
             # Rigs only their action moves are read from its F-curves; the others by setting each frame.

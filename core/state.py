@@ -118,19 +118,23 @@ def restore_animation_values(obj: bpy.types.Object) -> bool:
     return changed
 
 
-def restore_for_edit(obj: bpy.types.Object) -> None:
+def restore_for_edit(obj: bpy.types.Object, update: bool = True) -> bool:
     """Give back the animation's values in every channel that still holds ours and forget them (before a
-    limb is removed or changed, so no IK rotation is left behind in an un-keyed channel)."""
+    limb is removed or changed, so no IK rotation is left behind in an un-keyed channel). With `update`
+    what changed is evaluated at once; without, the caller updates the view layer once for several rigs
+    (in a crowd sharing one armature, each update evaluates all of them). True when something changed."""
     import bpy
 
     from . import layer
 
     caches.layers.discard(obj.name)
-    changed = layer.detach(obj)  # with the rigs sharing its action: they go back on their tracks later
-    caches.layers.difference_update(changed)
-    if (restore_animation_values(obj) or changed) and bpy.context.view_layer is not None:
+    detached = layer.detach(obj)  # with the rigs sharing its action: they go back on their tracks later
+    caches.layers.difference_update(detached)
+    changed = restore_animation_values(obj) or bool(detached)
+    if changed and update and bpy.context.view_layer is not None:
         bpy.context.view_layer.update()
     forget(obj.name)
+    return changed
 
 
 def forget(obj_name: str) -> Any:
@@ -156,9 +160,11 @@ def paused(objs: Optional[Iterable[bpy.types.Object]] = None, scene: Optional[bp
     frame = scene.frame_current if scene is not None else None
     live_rigs.difference_update(names)
     try:
-        if restore:
-            for obj in objs:
-                restore_for_edit(obj)
+        if restore and any([restore_for_edit(obj, update=False) for obj in objs]):
+            import bpy
+
+            if bpy.context.view_layer is not None:
+                bpy.context.view_layer.update()  # once for all of them
         yield
     finally:
         live_rigs.update(names)
