@@ -183,10 +183,13 @@ def run_clip(clip: pathlib.Path, kind: str) -> dict[str, Any]:
     s = obj.contact_ik
     setup.floor_and_contacts(obj, scene)  # as Plant Feet: one sweep
     leg = max(lb.length for lb in s.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
-    floor_z = s.floor_height  # world Z
+    frames = list(range(scene.frame_start, scene.frame_end + 1))
+    # The terrain stands on the source's floor as the independent measure finds it (not the floor Contact IK
+    # detected: flat ground "at the animation's own floor" must not depend on the model under test).
+    measure = harness.module("core.measure")
+    floor_z = measure.source_floor(measure.sample(obj, measure.feet_of(obj), frames, scene))  # world Z
     terrain = build_terrain(kind, clip_path(obj, scene, floor_z), leg)
     s.terrain = terrain
-    frames = list(range(scene.frame_start, scene.frame_end + 1))
     depsgraph = bpy.context.evaluated_depsgraph_get()
     handlers = harness.module("core.handlers")
     ground = handlers.caches.terrain.get([terrain], depsgraph)
@@ -283,6 +286,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         f"{SLOPE_DEGREES:.0f} degree slope rising along the direction of travel; stairs with risers of "
         f"{RISER:.0%} of the leg length; a noise heightfield of amplitude {NOISE_AMPLITUDE:.0%} of the leg length; "
         "concentric stairs, rings a tread wide around the start each a riser higher, so that any heading climbs), "
+        "each standing on the source's floor as the independent measure finds it (`core/measure.py`: the 10th "
+        "percentile of the feet's lowest ball or toe tip), not on the floor Contact IK detects, "
         "imported with `--up-axis auto` (a leading bind pose and a capture's garbage frames at either end skipped, "
         "as the command line does), limbs, floor and contacts detected with the defaults, baked. No per-clip "
         "tuning. Each cell shows ours / the source animation's own (its hover, skate and pops on its own floor, "
