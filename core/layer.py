@@ -124,8 +124,11 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
             fc.update()
             # Sampled points: one per frame, evaluated by index with the same linear interpolation between
             # frames, where keys take a binary search through a thousand of them (0.020 -> 0.008 ms a
-            # frame for the benchmark's 51 channels). Sampling ends before `end` in some versions: one more.
-            fc.convert_to_samples(int(start), int(start) + frames_n)
+            # frame for the benchmark's 51 channels). Sampling stops before `end` (4.2 and 5.0): one more.
+            # Not before frame 0 (a preview range can start there): Blender interpolates a sampled curve's
+            # negative subframes toward the wrong neighbour, so such a range keeps its linear keys.
+            if start >= 0:
+                fc.convert_to_samples(int(start), int(start) + frames_n)
             src = keyed.get((path, j))
             if src is None:
                 held.append([path, j, float(current[j])])

@@ -313,3 +313,37 @@ def test_a_rig_whose_action_is_also_stashed_in_its_own_nla_plays_from_its_track(
     assert _gap_to_cache(obj, 9) < 1e-6
     harness.module("properties").settings(obj).live_preview = False
     assert _tracks(obj) == ["[Action Stash]"] and not _muted(obj)
+
+
+def test_a_range_before_frame_zero_plays_between_frames_as_linear_keys_do():
+    """Before frame 0 the track keeps keys (Blender interpolates a sampled curve's negative subframes toward
+    the wrong neighbour): what plays between two frames is still the straight line between them."""
+    obj, terrain, _leg = _walker("noise")
+    scene = bpy.context.scene
+    shift = 30
+    for fc in _fcurves(obj):
+        for k in fc.keyframe_points:
+            k.co.x -= shift
+            k.handle_left.x -= shift
+            k.handle_right.x -= shift
+        fc.update()
+    # (The scene's range cannot start before frame 0; the preview range can, and live preview plays it.)
+    scene.use_preview_range = True
+    scene.frame_preview_start, scene.frame_preview_end = scene.frame_start - shift, scene.frame_end - shift
+    bpy.context.view_layer.update()
+    _plant(obj, terrain)
+    scene.frame_set(scene.frame_preview_start)
+    cache = live.caches.frames[obj.name]
+    assert obj.name in live.caches.layers and cache.start < -10
+    between = moving = 0.0
+    for f in range(cache.start, -2, 3):
+        scene.frame_set(f)
+        a = _evaluated(obj, cache.values)
+        scene.frame_set(f + 1)
+        b = _evaluated(obj, cache.values)
+        scene.frame_set(f, subframe=0.25)
+        mid = _evaluated(obj, cache.values)
+        between = max(between, max(float(np.abs(mid[k] - (0.75 * a[k] + 0.25 * b[k])).max()) for k in mid))
+        moving = max(moving, max(float(np.abs(b[k] - a[k]).max()) for k in mid))
+    assert moving > 1e-3  # the pose moves from frame to frame there, so a wrong neighbour would show
+    assert between < 1e-6
