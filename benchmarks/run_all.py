@@ -133,7 +133,7 @@ def explain(frame_set: dict[str, Any], bake: list[dict[str, Any]], crowd: list[d
              f"animation pass), so our frame handler returns at once ({b['refresh']:.3f} ms per frame in the "
              "instrumented sweep). What is left is Blender evaluating one more action strip. Its F-curves hold sampled "
              "points, one per frame, which Blender finds by index; with a linear key per frame it searched a thousand "
-             "keys per curve on every frame, and the strip cost about 2.5 times as much (0.020-0.024 against 0.008 ms "
+             "keys per curve on every frame, and the strip cost about 2.5 times as much (0.020-0.025 against 0.007-0.008 ms "
              "per frame for the 51 channels here, measured in 12,000 frames with the two interleaved in blocks of 50). "
              "Until issue 21 "
              "the handler wrote the cached values to the pose after the frame's evaluation, and a write to a pose bone "

@@ -38,6 +38,7 @@ from .state import (  # noqa: F401  (live_rigs, Key and forget are part of live 
     forget,
     live_rigs,
     paused,
+    restore_all,
     restore_animation_values,
     restore_for_edit,
 )
@@ -329,9 +330,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         with paused():  # nothing is planted while the range is swept
             rigs = []
             pad = model.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
-            changed = [restore_for_edit(obj, update=False) for obj, _terrain in todo]
-            if any(changed) and bpy.context.view_layer is not None:
-                bpy.context.view_layer.update()  # once for all of them
+            restore_all([obj for obj, _terrain in todo])
             for obj, terrain in todo:
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
                                                  context=pad)))

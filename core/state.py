@@ -121,8 +121,8 @@ def restore_animation_values(obj: bpy.types.Object) -> bool:
 def restore_for_edit(obj: bpy.types.Object, update: bool = True) -> bool:
     """Give back the animation's values in every channel that still holds ours and forget them (before a
     limb is removed or changed, so no IK rotation is left behind in an un-keyed channel). With `update`
-    what changed is evaluated at once; without, the caller updates the view layer once for several rigs
-    (in a crowd sharing one armature, each update evaluates all of them). True when something changed."""
+    what changed is evaluated at once; without, the caller evaluates it (`restore_all`: once for several
+    rigs). True when something changed."""
     import bpy
 
     from . import layer
@@ -135,6 +135,14 @@ def restore_for_edit(obj: bpy.types.Object, update: bool = True) -> bool:
         bpy.context.view_layer.update()
     forget(obj.name)
     return changed
+
+
+def restore_all(objs: Iterable[bpy.types.Object]) -> None:
+    """`restore_for_edit` for each of `objs`, then one view-layer update for all of them."""
+    import bpy
+
+    if any([restore_for_edit(obj, update=False) for obj in objs]) and bpy.context.view_layer is not None:
+        bpy.context.view_layer.update()
 
 
 def forget(obj_name: str) -> Any:
@@ -160,11 +168,8 @@ def paused(objs: Optional[Iterable[bpy.types.Object]] = None, scene: Optional[bp
     frame = scene.frame_current if scene is not None else None
     live_rigs.difference_update(names)
     try:
-        if restore and any([restore_for_edit(obj, update=False) for obj in objs]):
-            import bpy
-
-            if bpy.context.view_layer is not None:
-                bpy.context.view_layer.update()  # once for all of them
+        if restore:
+            restore_all(objs)
         yield
     finally:
         live_rigs.update(names)

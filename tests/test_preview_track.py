@@ -43,6 +43,23 @@ def _gap_to_cache(obj, frame):
     return max(float(np.abs(got[k] - cache.values[k][frame - cache.start]).max()) for k in got)
 
 
+def _between_frames(obj, cache, frames):
+    """At subframe 0.25 after each of `frames`: (how far the pose is from the straight line between that frame
+    and the next, how far the pose moves between the two), worst over the frames."""
+    scene = bpy.context.scene
+    between = moving = 0.0
+    for f in frames:
+        scene.frame_set(f)
+        a = _evaluated(obj, cache.values)
+        scene.frame_set(f + 1)
+        b = _evaluated(obj, cache.values)
+        scene.frame_set(f, subframe=0.25)
+        mid = _evaluated(obj, cache.values)
+        between = max(between, max(float(np.abs(mid[k] - (0.75 * a[k] + 0.25 * b[k])).max()) for k in mid))
+        moving = max(moving, max(float(np.abs(b[k] - a[k]).max()) for k in mid))
+    return between, moving
+
+
 def _planted(kind="noise"):
     obj, terrain, leg = _walker(kind)
     _plant(obj, terrain)
@@ -70,15 +87,7 @@ def test_live_preview_plays_its_frame_cache_from_a_track_blender_evaluates_witho
             scene.frame_set(f)
             worst = max(worst, _gap_to_cache(obj, f))
         # Between frames (motion blur, subframe playback) the track interpolates linearly, as linear keys do.
-        between = 0.0
-        for f in range(cache.start, cache.end, 7):
-            scene.frame_set(f)
-            a = _evaluated(obj, cache.values)
-            scene.frame_set(f + 1)
-            b = _evaluated(obj, cache.values)
-            scene.frame_set(f, subframe=0.25)
-            mid = _evaluated(obj, cache.values)
-            between = max(between, max(float(np.abs(mid[k] - (0.75 * a[k] + 0.25 * b[k])).max()) for k in mid))
+        between, _moving = _between_frames(obj, cache, range(cache.start, cache.end, 7))
     finally:
         lst.append(handlers.contact_ik_frame_change_post)
     assert worst < 1e-6
@@ -335,15 +344,6 @@ def test_a_range_before_frame_zero_plays_between_frames_as_linear_keys_do():
     scene.frame_set(scene.frame_preview_start)
     cache = live.caches.frames[obj.name]
     assert obj.name in live.caches.layers and cache.start < -10
-    between = moving = 0.0
-    for f in range(cache.start, -2, 3):
-        scene.frame_set(f)
-        a = _evaluated(obj, cache.values)
-        scene.frame_set(f + 1)
-        b = _evaluated(obj, cache.values)
-        scene.frame_set(f, subframe=0.25)
-        mid = _evaluated(obj, cache.values)
-        between = max(between, max(float(np.abs(mid[k] - (0.75 * a[k] + 0.25 * b[k])).max()) for k in mid))
-        moving = max(moving, max(float(np.abs(b[k] - a[k]).max()) for k in mid))
+    between, moving = _between_frames(obj, cache, range(cache.start, -2, 3))
     assert moving > 1e-3  # the pose moves from frame to frame there, so a wrong neighbour would show
     assert between < 1e-6
