@@ -113,7 +113,9 @@ def summary(solvers: dict[str, Any], frame_set: dict[str, Any], bake: list[dict[
         if r["rigs"] >= 100:
             build = bench_crowd.build_ms(r)
             rows.append(line(build <= 0.2, f"live preview's cache build <= 0.2 ms per frame per rig, {r['rigs']} "
-                             f"{r['rig']} rigs, {r['frames']:,} frames", f"{build:.3f} ms"))
+                             f"{r['rig']} rigs, {r['frames']:,} frames",
+                             f"{build:.3f} ms (the first build, the terrain prepared too: "
+                             f"{bench_crowd.build_ms(r, first=True):.3f} ms)"))
         limit = {"lean": 5.0, "metarig": 10.0}.get(r["rig"])
         if limit is not None and r["rigs"] >= 100 and "added_ms" in r:
             rows.append(line(r["added_ms"] < limit, f"{r['rigs']} {r['rig']} rigs live under {limit:g} ms per frame of "

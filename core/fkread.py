@@ -378,10 +378,11 @@ def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> n
     return out
 
 
-def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Optional[str]]:
+def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: bool = True) -> list[Optional[str]]:
     """Fill every row of each reader (frames `reader.first` on) from its rig's action. Per reader: None when
     done, else why not (that reader is then left for the sweep to read, untouched). The check frames are
-    set once for all of them (in a crowd, each `frame_set` evaluates every rig)."""
+    set once for all of them (in a crowd, each `frame_set` evaluates every rig); then the scene's frame
+    again, unless `restore` is False (the caller sets a frame next: one evaluation of every rig fewer)."""
     reasons: list[Optional[str]] = [why_not(r, scene) for r in readers]
     todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)}, sharing key)
     found = {}
@@ -409,7 +410,7 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene) -> list[Opti
                 if reasons[n] is None and frame in checks:
                     reasons[n] = _disagrees(readers[n].obj, bones, frame, *checks[frame])
     finally:
-        if todo:
+        if todo and restore:
             scene.frame_set(saved)
     shared.memo.clear()
     for n, bones, curves, frames, _checks, key in todo:

@@ -323,7 +323,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
         todo.append((obj, terrain))
     if not todo:
         return {}
-    saved_frame = scene.frame_current
+    saved_frame: Optional[int] = scene.frame_current
     global writing
     was_writing, writing = writing, True  # what the sweep stirs up is ours, not an edit
     try:
@@ -335,7 +335,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
                                                  context=pad)))
             # Rigs only their action moves are read from its F-curves; the others by setting each frame.
-            why = fkread.read_rigs([rig for _obj, rig in rigs], scene)
+            why = fkread.read_rigs([rig for _obj, rig in rigs], scene, restore=False)  # the frame is set below
             swept = [rig for (_obj, rig), reason in zip(rigs, why) if reason is not None]
             for i, f in enumerate(range(start - pad, end + pad + 1) if swept else ()):
                 scene.frame_set(f)
@@ -343,12 +343,15 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                     rig.read(i)
             outs = [(obj, rig, rig.compute()) for obj, rig in rigs]
         built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}
-        scene.frame_set(saved_frame)  # with the caches in place: the current frame is planted from them
+        saved_frame, back = None, saved_frame
+        scene.frame_set(back)  # with the caches in place: the current frame is planted from them
         if bpy.context.view_layer is not None:
             bpy.context.view_layer.update()
         return built
     finally:
         writing = was_writing
+        if saved_frame is not None:  # failed half way: the frame the user was on, as it was
+            scene.frame_set(saved_frame)
 
 
 def _store(obj: bpy.types.Object, rig: batch.BatchRig, out: batch.Channels, start: int, end: int) -> FrameCache:

@@ -347,3 +347,34 @@ def test_a_range_before_frame_zero_plays_between_frames_as_linear_keys_do():
     between, moving = _between_frames(obj, cache, range(cache.start, -2, 3))
     assert moving > 1e-3  # the pose moves from frame to frame there, so a wrong neighbour would show
     assert between < 1e-6
+
+
+def test_the_cache_build_leaves_the_user_on_their_frame_whether_it_succeeds_or_fails(monkeypatch):
+    """The build sets the check frames and then the user's frame once (the reader does not set it back first):
+    the user stays on their frame, planted from the cache; and when the build fails half way, on their frame
+    still, with the error raised, not reported as a built cache."""
+    obj, _terrain, _leg = _planted("flat")
+    scene = bpy.context.scene
+    scene.frame_set(17)
+    sets = []
+
+    def record(sc, *_args):
+        sets.append(sc.frame_current)
+
+    bpy.app.handlers.frame_change_pre.append(record)
+    try:
+        assert obj.name in live.precompute_all([obj], scene)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(record)
+    assert scene.frame_current == 17 and sets[-1] == 17 and sets.count(17) == 1, sets  # not set back by the reader too
+    assert _gap_to_cache(obj, 17) < 1e-6
+    batch = harness.module("core.batch")
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(batch.BatchRig, "compute", broken)
+    with pytest.raises(RuntimeError, match="broken on purpose"):
+        live.precompute_all([obj], scene)
+    assert scene.frame_current == 17
+    assert obj.name not in live.caches.frames
