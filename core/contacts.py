@@ -552,6 +552,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     point = np.where((held >= 0)[:, None], lock[i_held] + np.where(on_ball[:, None], ball[i_held], 0.0), 0.0)
     carry = np.where((held >= 0)[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None])
     offset = np.where((held >= 0)[:, None], 0.0, offset)
+    leaving = np.where(held >= 0, smoothstep(1.0 - (hold[i_held] - f) / max(3.0, SWING_EASE * fps)), 0.0)
     # Up the up axis (the sole put down, the hover carried, the swing's ground, its clearance and toe-up turn):
     # contacts end with the ankle's.
     inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(end)
@@ -606,6 +607,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         point=point,
         ball=np.where(on_ball, 1.0, 0.0),
         carry=carry,
+        leaving=leaving,
         offset=offset,
         down=np.where(pinned, 1.0, 0.0),
         rise=np.where(pinned, 0.0, rise),

@@ -307,13 +307,17 @@ class LockTrack:
     # (N, 3) after a contact held on its ball, the ball's offset from the ankle as held less the animation's at
     # lift-off, faded as the correction is: what the ground's turn about the ankle does to it goes on.
     carry: np.ndarray
+    # Through a hold on the ball after the ankle's contact (toe-off), how near it is to Ball Up: 0, rising to 1
+    # over the swing's ease (SWING_EASE) before it. A ball on its ground starts to clear the terrain around it
+    # only then (`plan_foot`), so it is not lifted off the ground it holds, yet clears a rise ahead in time.
+    leaving: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -741,6 +745,11 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         ankle = ankle + move
         soles = [p + move for p in soles]
         heights = heights * (1.0 - lk.down)[:, None] + lk.rise[:, None]
+        # Through toe-off (its ball held after the ankle's contact) the foot is lifted by as much as its sole is
+        # over the ground of its contacts (the hover it carries taken off), not over the animation's floor: a
+        # ball on its ground stays there instead of clearing the terrain around it (`LockTrack.leaving`).
+        on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0)
+        lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
     lift = up * window[:, None]
     anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())
@@ -830,7 +839,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     swing = lk is not None and bool(lk.swing.any())
     if swing:
         assert lk is not None
-        gate = lk.swing * np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free)
+        gate = lk.swing * np.maximum(np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free), lk.leaving)
         rests = per_row(rest, n)
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None

@@ -253,3 +253,45 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert (turn @ heel).z <= heel.z + 1e-12
     steep = Quaternion(q[3])
     assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
+
+
+def _toe_off_plan(leaving: float, ball_y: float):
+    """`model.plan_foot` for one frame of a toe-off beside a riser: the ball held (on the lower tread, `ball_y`
+    before the riser at TREAD) after the ankle's contact ended, the heel up; the contact stood 2.5% of the leg
+    over the animation's floor (its hover, carried as `rise`); fully into the swing's ease."""
+    drop = 0.025 * LEG
+    ankle = np.array([[0.0, ball_y - 0.1 * LEG, 0.12 * LEG + drop]])
+    ball = np.array([[0.0, ball_y, drop]])
+    tip = np.array([[0.0, ball_y + 0.06 * LEG, drop]])
+    heel = np.array([[0.0, ball_y - 0.16 * LEG, 0.09 * LEG + drop]])
+    hip = ankle + np.array([[0.0, 0.1 * LEG, 0.85 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
+    frame = np.eye(4)[None].copy()
+    frame[0, :3, 3] = ankle[0]
+    one, z3 = np.ones(1), np.zeros((1, 3))
+    lock = model.LockTrack(weight=one, point=ball.copy(), offset=z3, down=0 * one, rise=-drop * one,
+                           from_point=ankle.copy(), from_weight=one, to_point=z3, to_weight=0 * one, swing=one,
+                           free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=one, carry=z3,
+                           leaving=leaving * one)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
+                      ball=ball)
+    at = model.Placement(np.eye(4)[None], 0.0)
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(1), 24.0)
+    return plan, float(plan.target[0, 2] - ankle[0, 2] + drop)  # how far the ankle goes over the ball's ground
+
+
+def test_a_ball_held_through_toe_off_stays_on_its_ground_until_it_is_about_to_lift():
+    """Issue 20 (b): through toe-off the held ball stays on the ground of its contact beside a riser, though
+    its contact stood over the animation's floor (a capture's marker offset, carried as the hover it took
+    off): it is lifted by its sole's height over its contact's ground, not over the floor, so the clearance
+    field does not raise it until the ball is about to come up (`LockTrack.leaving`), when it clears the
+    riser ahead as a swing does. (Before, read as 2.5% of the leg over its floor, the ball was lifted off the
+    tread while it was held.)"""
+    far, _ = _toe_off_plan(0.0, 0.1 * LEG)  # the riser out of the clearance's reach: nothing to clear
+    near, lift_near = _toe_off_plan(0.0, TREAD - 0.12 * LEG)
+    going, lift_going = _toe_off_plan(1.0, TREAD - 0.12 * LEG)
+    drop = 0.025 * LEG  # the foot is lowered by the hover it carries: its ball then stands on the tread
+    assert abs(float(far.correction[0]) + drop) < 1e-6 * LEG
+    assert abs(float(near.correction[0]) + drop) < 1e-6 * LEG, near.correction  # held on its ground by the riser
+    assert float(going.correction[0]) + drop > 0.02 * LEG, going.correction  # as it leaves, it clears the riser
+    assert lift_going > lift_near + 0.02 * LEG
