@@ -504,9 +504,10 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     # Along the ground a contact lasts until its ball is up (`hold`), and leaves from where its ball is held
     # (the correction on that frame: the ball's lock point less the animation's ball). Up the up axis it ends
     # where the ankle's contact ends (`end`): from there, its ball still held along the ground, the foot keeps
-    # its animated height (less its hover at End) and clears the terrain around it as in any swing, and its
-    # toe-up turn eases in, so a foot rolling onto its toes beside a riser starts to clear it as early as it
-    # did when the ankle was held. (The turn is about the ankle, which would move the held ball: it turns once
+    # its animated height (less its hover at End) and its toe-up turn eases in. It clears the terrain around it
+    # as far as its sole is up from its contact's ground, and wholly over the swing's ease before Ball Up
+    # (`leaving`): a ball held beside a riser stays on its tread, and the foot still clears the riser as it
+    # leaves. (The turn is about the ankle, which would move the held ball: it turns once
     # the ball is up, `model.plan_foot`.) Held to Ball Up, a jump from standing up stairs kept its toe on the
     # lower tread until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x).
     hold = np.where(rolls, np.maximum(end, up), end)
