@@ -117,17 +117,20 @@ class BatchRig(RigReader):
         raw = np.concatenate([st.offset for st in staged])
         moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
+        # A cut in the animation (an NLA repeat or a loop snapping the body back): limits and smoothing hold
+        # on either side of it, not across.
+        cut = None
+        if all(st.root is not None for st in staged) and staged and any(lb.kind == "FOOT" for lb in self.limbs):
+            rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
+                [st.at.scale for st in staged])
+            cut = model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps)
         if self.pelvis >= 0 and (PELVIS_SPEED > 0.0 or carried is not None):
             if carried is not None:
                 offset = np.where(moved, raw + carried.pelvis, raw)
             else:
                 step = np.concatenate([st.step for st in staged])
-                if all(st.root is not None for st in staged):
-                    # A cut in the animation (an NLA repeat or a loop snapping the body back) is no move to
-                    # limit: the limit holds on either side of it, not across.
-                    rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
-                        [st.at.scale for st in staged])
-                    step = np.where(model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps), np.inf, step)
+                if cut is not None:  # no move to limit
+                    step = np.where(cut, np.inf, step)
                 offset = model.pelvis_speed_limit(raw, moved, step, self.fps)
             # What the limit changed, per frame (never above 0): live preview's fallback applies it while
             # the frame cache is rebuilt (`state.caches.pelvis`).
@@ -136,7 +139,7 @@ class BatchRig(RigReader):
             for st in staged:
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
-        self._smooth_swings(staged, carried)
+        self._smooth_swings(staged, carried, cut)
         outs = [part._finish(st) for part, st in zip(parts, staged)]
         out = outs[0] if len(outs) == 1 else {
             key: (np.concatenate([p[key][0] for p in outs]), np.concatenate([p[key][1] for p in outs])) for key in outs[0]}
@@ -162,7 +165,7 @@ class BatchRig(RigReader):
             values[key] = (out[key][0] if key in out else base, base)
         return values
 
-    def _smooth_swings(self, staged: list[_Staged], carried: Optional[Carried]) -> None:
+    def _smooth_swings(self, staged: list[_Staged], carried: Optional[Carried], cut: Optional[np.ndarray] = None) -> None:
         """Every foot's height between its contacts smoothed over all frames (`model.swing_smoothing`, or
         what `carried` says it did), in the staged plans; what it changed per frame is kept in `foot_delta`.
         The pelvis keeps the offset it found for the targets before."""
@@ -178,7 +181,7 @@ class BatchRig(RigReader):
                 cat = {name: np.concatenate([getattr(p, name) for p in ps])
                        for name in ("correction", "floor", "touch", "pinned", "leg")}
                 shift = model.swing_change(cat["correction"], cat["floor"], cat["touch"], cat["pinned"], self.fps,
-                                           cat["leg"])
+                                           cat["leg"], cut)
             self.foot_delta[lb.index] = shift
             at = 0
             for st in staged:

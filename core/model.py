@@ -268,9 +268,18 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
 
 
 def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
-                 leg: Any) -> np.ndarray:
-    """What `swing_smoothing` adds to each frame's correction (0 where it has none)."""
-    smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
+                 leg: Any, cut: Optional[np.ndarray] = None) -> np.ndarray:
+    """What `swing_smoothing` adds to each frame's correction (0 where it has none). With `cut` (rows the
+    animation jumps to, `cuts`), each stretch between cuts is smoothed on its own: the heights on either side
+    of a loop's seam belong to places a body apart, and averaging them across it moved the foot on the frames
+    around the seam (the knee 2.9x the source's)."""
+    leg = per_row(leg, len(correction))
+    if cut is not None and len(cut) == len(correction) and cut[1:].any():
+        bounds = [0, *np.flatnonzero(cut[1:]) + 1, len(correction)]
+        smoothed = np.concatenate([swing_smoothing(correction[a:b], floor[a:b], touch[a:b], pinned[a:b], fps, leg[a:b])
+                                   for a, b in zip(bounds, bounds[1:])])
+    else:
+        smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
     return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
 
 

@@ -466,6 +466,27 @@ def test_swing_smoothing_spreads_a_jump_at_lift_off_and_at_landing(fps):
     assert np.all(y2[~pinned] >= 0.05) and np.array_equal(y2[pinned], correction[pinned])
 
 
+def test_swing_smoothing_holds_on_either_side_of_a_cut_not_across():
+    """A loop's seam snaps the body back (`model.cuts`): the heights before it belong to a place a body away
+    from those after. Each side is smoothed on its own: after a seam where nothing lifts the foot its swing
+    is the animation's, and before it as if the clip ended there. Across it, the foot lifted before the seam
+    raised it after (loop_cycles on stairs: the knee 2.9x the source's)."""
+    fps, n, seam = 24.0, 60, 30
+    floor = np.where(np.arange(n) < seam, 0.2, -0.2)
+    correction = floor.copy()
+    correction[seam - 3:seam] += 0.016  # the clearance lifts the foot on the last frames before the seam
+    touch = np.full(n, -np.inf)
+    pinned = np.zeros(n, dtype=bool)
+    cut = np.zeros(n, dtype=bool)
+    cut[seam] = True
+    across = model.swing_change(correction, floor, touch, pinned, fps, 1.0)
+    assert np.abs(across[seam:]).max() > 1e-3  # what the test is about: smoothing across moves the far side
+    got = model.swing_change(correction, floor, touch, pinned, fps, 1.0, cut)
+    assert np.array_equal(got[seam:], np.zeros(n - seam))
+    alone = model.swing_change(correction[:seam], floor[:seam], touch[:seam], pinned[:seam], fps, 1.0)
+    assert np.array_equal(got[:seam], alone) and np.abs(alone).max() > 1e-4
+
+
 def test_swing_smoothing_of_a_swing_with_no_contact_at_all():
     """No pinned frame anywhere (a clip without contacts): the jumps are smoothed all the same."""
     correction, floor, touch, _pinned, fps = _swing_case(2)
