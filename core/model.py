@@ -238,8 +238,10 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
         return height.copy()
     values = np.where(valid, height, 0.0)
     g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
-    total = np.convolve(valid.astype(np.float64), g, "same")
-    smooth = np.convolve(values, g, "same") / np.where(total > 0.0, total, 1.0)
+    # The centred part of the full convolution: what "same" gives, also on fewer rows than the Gaussian has
+    # (a stretch between two cuts), where "same" would give the Gaussian's length.
+    total = np.convolve(valid.astype(np.float64), g)[r:r + n]
+    smooth = np.convolve(values, g)[r:r + n] / np.where(total > 0.0, total, 1.0)
     # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
     # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
     # than that on either side.

@@ -485,6 +485,18 @@ def test_swing_smoothing_holds_on_either_side_of_a_cut_not_across():
     assert np.array_equal(got[seam:], np.zeros(n - seam))
     alone = model.swing_change(correction[:seam], floor[:seam], touch[:seam], pinned[:seam], fps, 1.0)
     assert np.array_equal(got[:seam], alone) and np.abs(alone).max() > 1e-4
+    # A seam a few frames from the range's end (a cyclic clip read past its last frame) leaves a stretch
+    # shorter than the Gaussian: smoothed on its own all the same (numpy's "same" convolution gave the
+    # Gaussian's length there, and the build failed).
+    short = np.zeros(n, dtype=bool)
+    short[n - 3] = True
+    tail = model.swing_change(correction, floor, touch, pinned, fps, 1.0, short)
+    assert tail.shape == (n,) and np.all(np.isfinite(tail))
+    assert np.array_equal(tail[:n - 3], model.swing_change(correction[:n - 3], floor[:n - 3], touch[:n - 3],
+                                                           pinned[:n - 3], fps, 1.0))
+    lifted = floor[:3] + np.array([0.0, 0.02, 0.0])
+    y = model.swing_smoothing(lifted, floor[:3], touch[:3], pinned[:3], fps, 1.0)
+    assert y.shape == (3,) and y[1] < lifted[1]
 
 
 def test_swing_smoothing_of_a_swing_with_no_contact_at_all():
