@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from .checks import Channel
     from .ground import Terrain
 
+# Most rows (frames x rigs) whose feet are planned in one pass (`_stage_all`): a crowd's rigs, a hundred at
+# a time over a hundred frames, without the memory of one pass over a long range.
+STACK_ROWS = 12_000
 Channels = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]  # (bone, property) -> (values (N, size), written (N,))
 Poles = dict[int, tuple[Optional[np.ndarray], bool]]  # per job (by id): its pole per frame or None, and whether automatic
 
@@ -61,7 +64,7 @@ class Carried:
 
 @dataclass
 class _Staged:
-    """One chunk's foot plans and pelvis offset, between `BatchRig._stage` and `_finish`."""
+    """One chunk's foot plans and pelvis offset, between `_stage_all` and `BatchRig._finish`."""
 
     plans: list[tuple[LimbSpec, FootPlan]]
     offset: np.ndarray
@@ -70,6 +73,21 @@ class _Staged:
     at: Placement
     frame: np.ndarray  # `_frames`' bone frames
     root: Optional[np.ndarray] = None  # (N, 3) the pelvis bone's head, world space, as animated
+
+
+@dataclass
+class _Begun:
+    """One chunk between `BatchRig._stage_begin` and `_stage_end`: what its feet's plan reads."""
+
+    rig: BatchRig
+    at: Placement
+    world: np.ndarray
+    frame: np.ndarray
+    feet: list[LimbSpec]
+    step: np.ndarray
+    plan: list[Foot]  # each foot as `model.plan_feet` reads it
+    centre: Optional[np.ndarray]  # (N, 3) the pelvis bone's head, world space, as animated (None: no pelvis)
+    leg_body: Optional[np.ndarray]  # (N,) the longest leg, world units
 
 
 @dataclass
@@ -111,9 +129,14 @@ class BatchRig(RigReader):
         stays bounded however long the range: first every chunk's targets and pelvis offset, then the
         pelvis's speed limit and the feet's smoothing over all frames at once (or what `carried` says they
         did), then the solves."""
-        starts = range(0, self.frames, chunk)
-        parts = [self._slice(slice(a, min(self.frames, a + chunk))) for a in starts]
-        staged = [part._stage(a) for part, a in zip(parts, starts)]
+        return compute_all([self], chunk, [carried])[0]
+
+    def _chunks(self, chunk: int) -> list[tuple[BatchRig, int]]:
+        """The rig's rows in chunks of `chunk` (`_slice`), with each one's first row."""
+        return [(self._slice(slice(a, min(self.frames, a + chunk))), a) for a in range(0, self.frames, chunk)]
+
+    def _complete(self, parts: list[BatchRig], staged: list[_Staged], carried: Optional[Carried]) -> Channels:
+        """`compute` once its chunks are staged (`_stage_all`)."""
         raw = np.concatenate([st.offset for st in staged])
         moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
@@ -208,9 +231,9 @@ class BatchRig(RigReader):
             part.limbs.append(c)
         return part
 
-    def _stage(self, start: int) -> _Staged:
-        """Every foot's plan and the pelvis offset on this chunk's frames (before the pelvis's speed limit);
-        `start`: the chunk's first row."""
+    def _stage_begin(self, start: int) -> _Staged | _Begun:
+        """This chunk's part of `_stage_all` before the rays: its placement, frames and feet (`start`: the
+        chunk's first row); the chunk's `_Staged` at once where there is nothing to plan."""
         n = self.frames
         at = Placement(self.mw, self.floor)
         world, frame = self._frames()
@@ -219,24 +242,27 @@ class BatchRig(RigReader):
                              if feet else np.inf, n)
         if self.terrain is None or not feet:
             return _Staged([], np.zeros(n), np.zeros(n, dtype=bool), step, at, frame)
-        rays = self.rays
-        assert rays is not None
-        window = np.zeros(n)
+        # The ground under the body first: the feet look for the terrain around its height, so a clip that
+        # walks far up a slope or a flight of stairs still finds the ground under every step.
+        centre = leg_body = None
         if self.pelvis >= 0:
-            # The ground under the body first: the feet look for the terrain around its height, so a clip that
-            # walks far up a slope or a flight of stairs still finds the ground under every step.
+            centre = world[:, self.slot[self.pelvis], :3, 3]
             leg_body = max(lb.rest_length for lb in feet) * at.scale
-            window = model.body_ground(rays, world[:, self.slot[self.pelvis], :3, 3], at, leg_body)
-        plans = list(zip(feet, model.plan_feet([self._foot(lb, world, frame, start) for lb in feet], at, rays, window,
-                                               self.fps)))
+        return _Begun(self, at, world, frame, feet, step, [self._foot(lb, world, frame, start) for lb in feet],
+                      centre, leg_body)
+
+    def _stage_end(self, begun: _Begun, window: np.ndarray, plans: list[FootPlan]) -> _Staged:
+        """This chunk's part of `_stage_all` after the rays: the pelvis offset from the feet's plans (before
+        the pelvis's speed limit)."""
+        n = self.frames
+        staged = list(zip(begun.feet, plans))
         offset, moved = np.zeros(n), np.zeros(n, dtype=bool)
         if self.pelvis >= 0:
             # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
             # under the body where a foot is not planned), lowered where a leg could not reach.
-            support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in plans], axis=0) / len(plans)
-            offset, moved = model.soft_reach_drop([p for _lb, p in plans], support, at.up)
-        root = world[:, self.slot[self.pelvis], :3, 3] if self.pelvis >= 0 else None
-        return _Staged(plans, offset, moved, step, at, frame, root)
+            support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in staged], axis=0) / len(staged)
+            offset, moved = model.soft_reach_drop([p for _lb, p in staged], support, begun.at.up)
+        return _Staged(staged, offset, moved, begun.step, begun.at, begun.frame, begun.centre)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
         """A foot limb's pose and settings as `model.plan_feet` reads them."""
@@ -590,3 +616,60 @@ def _fallback_rig(obj: bpy.types.Object, terrain: Optional[Terrain], frame: floa
     rig = BatchRig(obj, terrain, 1, frame, fps)
     caches.setups[obj.name] = rig
     return rig
+
+
+def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[Optional[Carried]]] = None) -> list[Channels]:
+    """`BatchRig.compute` for several rigs at once (live preview's frame caches for a crowd): their chunks
+    staged together (`_stage_all`), then each rig finished on its own. Each rig's result is the one it has
+    computed alone."""
+    carried = carried if carried is not None else [None] * len(rigs)
+    chunks = [rig._chunks(chunk) for rig in rigs]
+    staged = _stage_all([job for jobs in chunks for job in jobs])
+    out, at = [], 0
+    for rig, jobs, c in zip(rigs, chunks, carried):
+        out.append(rig._complete([part for part, _start in jobs], staged[at:at + len(jobs)], c))
+        at += len(jobs)
+    return out
+
+
+def _stage_all(jobs: list[tuple[BatchRig, int]]) -> list[_Staged]:
+    """Every chunk's foot plans and pelvis offset (before the pelvis's speed limit): chunks (rig, first row)
+    of different rigs on one terrain over as many frames at one frame rate have the ground under their bodies
+    and their feet planned together, their rows one after another, up to STACK_ROWS rows at a time
+    (`model.plan_feet`: one cast per step for all of them, where a rig at a time paid numpy's cost per call a
+    hundred times for a crowd). A rig's own chunks stay apart: they bound the memory of a long range."""
+    begun = [part._stage_begin(start) for part, start in jobs]
+    out = [b if isinstance(b, _Staged) else None for b in begun]
+    batches: dict[tuple[int, int, float], list[list[tuple[int, _Begun]]]] = {}
+    for i, b in enumerate(begun):
+        if isinstance(b, _Begun):
+            rays = b.rig.rays
+            assert rays is not None
+            queue = batches.setdefault((id(rays.terrain), b.rig.frames, b.rig.fps), [[]])
+            last = queue[-1]
+            if last and ((len(last) + 1) * b.rig.frames > STACK_ROWS or any(o.rig.obj == b.rig.obj for _j, o in last)):
+                last = []
+                queue.append(last)
+            last.append((i, b))
+    for (_terrain, n, fps), queue in batches.items():
+        for stage in queue:
+            rays = stage[0][1].rig.rays
+            assert rays is not None
+            windows = [np.zeros(n)] * len(stage)
+            body = [(k, b.centre, b.leg_body) for k, (_i, b) in enumerate(stage)
+                    if b.centre is not None and b.leg_body is not None]
+            if body:
+                ground = model.body_ground(rays, np.concatenate([c for _k, c, _l in body]),
+                                           Placement.concat([stage[k][1].at for k, _c, _l in body]),
+                                           np.concatenate([leg for _k, _c, leg in body]))
+                for j, (k, _c, _l) in enumerate(body):
+                    windows[k] = ground[j * n:(j + 1) * n]
+            plans = model.plan_feet([f for _i, b in stage for f in b.plan], [b.at for _i, b in stage for _f in b.plan],
+                                    rays, [w for (_i, b), w in zip(stage, windows) for _f in b.plan], fps)
+            at = 0
+            for (i, b), w in zip(stage, windows):
+                out[i] = b.rig._stage_end(b, w, plans[at:at + len(b.plan)])
+                at += len(b.plan)
+    done = [st for st in out if st is not None]
+    assert len(done) == len(out)
+    return done

@@ -211,20 +211,21 @@ class ClearanceField:
         if len(rows):
             wide = int(self.dims[1] // CLEAR_TILE + 1)
             code = tile[rows, 0] * wide + tile[rows, 1]  # a tile's number
-            # A frame at a time: one tile or two.
-            keys = code[:1] if (code == code[0]).all() else sorted(set(code.tolist())) if len(code) <= 64 else np.unique(code)
             x, y = local[rows, 0], local[rows, 1]
             corners = np.empty((len(rows), 4))  # (x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)
-            for key in keys:
-                ti, tj = divmod(int(key), wide)
+            if (code == code[0]).all():  # a frame at a time: mostly one tile
+                groups = [(int(code[0]), slice(None))]
+            else:  # the rows of each tile (a crowd's feet are over many): sorted by tile once
+                order = np.argsort(code, kind="stable")
+                sorted_code = code[order]
+                cuts = np.flatnonzero(sorted_code[1:] != sorted_code[:-1]) + 1
+                groups = [(int(sorted_code[a]), order[a:b]) for a, b in zip([0, *cuts], [*cuts, len(order)])]
+            for key, sel in groups:
+                ti, tj = divmod(key, wide)
                 field = self.tiles.get((ti, tj))
                 if field is None:
                     field = self.tiles[(ti, tj)] = self._tile(ti, tj)
-                if len(keys) == 1:
-                    corners[:] = field[x[:, None] + _DX, y[:, None] + _DY]
-                else:
-                    sel = code == key
-                    corners[sel] = field[x[sel, None] + _DX, y[sel, None] + _DY]
+                corners[sel] = field[x[sel, None] + _DX, y[sel, None] + _DY]
             fx, fy = f[rows, 0], f[rows, 1]
             gx = 1 - fx
             out[rows] = ((corners[:, 0] * gx + corners[:, 1] * fx) * (1 - fy)

@@ -189,17 +189,18 @@ def _window_max(values: np.ndarray, radius: int) -> np.ndarray:
     return sliding_window_view(padded, 2 * radius + 1).max(1)  # type: ignore[no-any-return]
 
 
-def beside_jump(values: np.ndarray, limit: Any) -> np.ndarray:
+def beside_jump(values: np.ndarray, limit: Any, runs: int = 1) -> np.ndarray:
     """Per frame, whether `values` (N) jump by more than `limit` (per frame, or one for all) from one frame to
     the next within a frame of it: the jump after frame i marks frames i - 1 to i + 2. Non-finite values
-    count as 0."""
-    v = np.where(np.isfinite(values), values, 0.0)
-    n = len(v)
-    step = np.abs(np.diff(v)) > per_row(limit, n)[1:]
-    near = np.zeros(n + 3, dtype=bool)  # frame j at j + 1
+    count as 0. `runs`: the rows are that many runs of frames one after another (several feet planned at
+    once, `plan_feet`), each on its own: nothing jumps, or is marked, across from one to the next."""
+    v = np.where(np.isfinite(values), values, 0.0).reshape(runs, -1)
+    n = v.shape[1]
+    step = np.abs(np.diff(v, axis=1)) > per_row(limit, runs * n).reshape(runs, n)[:, 1:]
+    near = np.zeros((runs, n + 3), dtype=bool)  # frame j at j + 1
     for k in range(4):
-        near[k:k + n - 1] |= step
-    return near[1:n + 1]  # type: ignore[no-any-return]
+        near[:, k:k + n - 1] |= step
+    return near[:, 1:n + 1].reshape(-1)  # type: ignore[no-any-return]
 
 
 def held_floor(values: np.ndarray, width: int) -> float:
@@ -398,21 +399,26 @@ class Placement:
         self.base[:, 2] = self.floor_height
         self.scale = np.add.reduce(np.abs(norm(self.matrix[:, :3, :3], axis=1)), axis=1) / 3.0  # the mean
 
-    def repeat(self, k: int) -> Placement:
-        """The same placement over its rows `k` times, one after another (what `Placement` makes of `k`
-        copies of `matrix`, row for row)."""
-        out = copy.copy(self)
-        out.matrix = np.concatenate([self.matrix] * k)
-        out.up, out.base, out.scale = (np.concatenate([a] * k) for a in (self.up, self.base, self.scale))
+    @classmethod
+    def concat(cls, parts: list[Placement]) -> Placement:
+        """Several placements' rows one after another (several feet, of one rig or of several, planned in
+        one pass: `plan_feet`); each row keeps its own floor (`base`)."""
+        if len(parts) == 1:
+            return parts[0]
+        out = copy.copy(parts[0])
+        out.matrix = np.concatenate([p.matrix for p in parts])
+        out.up, out.base, out.scale = (np.concatenate([getattr(p, name) for p in parts]) for name in ("up", "base", "scale"))
+        if any(p.floor_height != parts[0].floor_height for p in parts):
+            out.floor_height = math.nan  # a floor per row: `base`
         return out
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """Heights of points (N, 3) above the floor, along the up axis."""
-        return points[:, 2] - self.floor_height  # type: ignore[no-any-return]
+        return points[:, 2] - self.base[:, 2]  # type: ignore[no-any-return]
 
     def level(self, heights: np.ndarray) -> np.ndarray:
         """Heights along the up axis (as `DownHits.height`) made heights above the floor."""
-        return heights - self.floor_height  # type: ignore[no-any-return]
+        return heights - self.base[:, 2]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -686,18 +692,24 @@ def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -
     return np.add.reduce(drops, axis=0) / SOFT_STEPS, planned  # the mean
 
 
-def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, fps: float) -> list[FootPlan]:
-    """`plan_foot` for several feet over the same frames: the feet whose sole points and joints are as many
+def plan_feet(feet: list[Foot], at: Placement | list[Placement], rays: Rays, window: np.ndarray | list[np.ndarray],
+              fps: float) -> list[FootPlan]:
+    """`plan_foot` for several feet over as many frames: the feet whose sole points and joints are as many
     planned together, their rows one after another (one pass and one ray cast per step for all of them: a
-    frame at a time, numpy's cost per call outweighs its speed per row)."""
-    n = len(window)
+    frame at a time, and for a crowd's rigs, numpy's cost per call outweighs its speed per row). `at` and
+    `window` are the rig's, or one per foot (feet of several rigs on one terrain, `batch.compute_all`)."""
+    ats = at if isinstance(at, list) else [at] * len(feet)
+    windows = window if isinstance(window, list) else [window] * len(feet)
+    n = len(windows[0]) if windows else 0
+    if any(len(w) != n for w in windows):
+        raise ValueError("plan_feet: every foot over as many frames")
     plans: list[Optional[FootPlan]] = [None] * len(feet)
     groups: dict[tuple[int, int, bool], list[int]] = {}
     for i, f in enumerate(feet):
         groups.setdefault((len(f.soles), len(f.joints), f.lock is None), []).append(i)
     for members in groups.values():
         if len(members) == 1:
-            plans[members[0]] = plan_foot(feet[members[0]], at, rays, window, fps)
+            plans[members[0]] = plan_foot(feet[members[0]], ats[members[0]], rays, windows[members[0]], fps)
             continue
         group = [feet[i] for i in members]
         k = len(group)
@@ -716,7 +728,8 @@ def plan_feet(feet: list[Foot], at: Placement, rays: Rays, window: np.ndarray, f
             lock=None if locks[0] is None else LockTrack(**{
                 name: np.concatenate([getattr(lk, name) for lk in locks]) for name in vars(locks[0])}),
             feet=k)
-        plan = plan_foot(stacked, at.repeat(k), rays, np.concatenate([window] * k), fps)
+        plan = plan_foot(stacked, Placement.concat([ats[i] for i in members]), rays,
+                         np.concatenate([windows[i] for i in members]), fps)
         for j, i in enumerate(members):
             plans[i] = plan.rows(slice(j * n, (j + 1) * n))
     return [p for p in plans if p is not None]
@@ -791,7 +804,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # Where less than ANCHORED of the ground is from the contacts, the terrain right under the ankle weighs
         # in it, and that jumps at a step edge: the frames beside such a jump are kept as they are, the rest
         # smoothed like the swing (a held ball let go there dropped the foot 6.5% of the leg in one frame).
-        anchored = (used >= ANCHORED - 1e-9) | ~beside_jump(under_ankle, GROUND_JUMP * leg)
+        anchored = (used >= ANCHORED - 1e-9) | ~beside_jump(under_ankle, GROUND_JUMP * leg, foot.feet)
         held, ground_support = np.minimum(1.0, lk.from_weight + lk.to_weight), ground.copy()
         if foot.feet > 1:  # several feet at once: as planned alone, a foot with no contact around has none
             own = np.repeat(((lk.from_weight != 0.0) | (lk.to_weight != 0.0)).reshape(foot.feet, -1).any(1),

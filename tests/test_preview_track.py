@@ -370,11 +370,55 @@ def test_the_cache_build_leaves_the_user_on_their_frame_whether_it_succeeds_or_f
     assert _gap_to_cache(obj, 17) < 1e-6
     batch = harness.module("core.batch")
 
-    def broken(self, *args, **kwargs):
+    def broken(*args, **kwargs):
         raise RuntimeError("broken on purpose")
 
-    monkeypatch.setattr(batch.BatchRig, "compute", broken)
+    monkeypatch.setattr(batch, "compute_all", broken)
     with pytest.raises(RuntimeError, match="broken on purpose"):
         live.precompute_all([obj], scene)
     assert scene.frame_current == 17
     assert obj.name not in live.caches.frames
+
+
+def test_a_crowd_planned_in_one_pass_gives_each_rig_what_it_computes_alone(monkeypatch):
+    """`batch.compute_all` (live preview's frame caches for many rigs) plans the feet of rigs on one terrain
+    together, their rows one after another: each rig's channels are exactly the ones it computes alone,
+    whatever the others are (placed elsewhere, turned, scaled, on another floor)."""
+    batch, fkread = harness.module("core.batch"), harness.module("core.fkread")
+    props = harness.module("properties")
+    obj, terrain, leg = _walker("stairs")
+    scene = bpy.context.scene
+    _plant(obj, terrain)
+    props.settings(obj).live_preview = False
+    rigs = [obj]
+    for _k in range(3):
+        o = obj.copy()
+        scene.collection.objects.link(o)
+        rigs.append(o)
+    rigs[1].location.x += 1.5 * leg
+    rigs[2].rotation_euler.z = 0.7
+    rigs[2].location.y -= 2.0 * leg
+    rigs[3].scale = (1.3,) * 3
+    props.settings(rigs[3]).floor_height += 0.05 * leg
+    bpy.context.view_layer.update()
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+
+    def read(o):
+        rig = batch.BatchRig(o, live.caches.terrain.get(live.terrain_objects(live.settings(o)), depsgraph), 60, -2,
+                             24.0, context=3)
+        assert fkread.read_rigs([rig], scene) == [None]
+        return rig
+
+    alone = [read(o).compute() for o in rigs]
+    calls = []
+    plan_feet = batch.model.plan_feet
+    monkeypatch.setattr(batch.model, "plan_feet", lambda *a: calls.append(len(a[0])) or plan_feet(*a))
+    together = batch.compute_all([read(o) for o in rigs])
+    assert calls == [2 * len(rigs)]  # every rig's two feet in one pass
+    for a, b in zip(alone, together):
+        assert a.keys() == b.keys() and a
+        for key in a:
+            assert np.array_equal(a[key][0], b[key][0]) and np.array_equal(a[key][1], b[key][1]), key
+    # The rigs differ: the test compares something.
+    key = next(k for k in alone[0] if k[1] == "rotation_quaternion")
+    assert all(not np.allclose(alone[0][key][0], x[key][0]) for x in alone[1:])
