@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion, Vector
@@ -64,7 +64,7 @@ class Carried:
 
 @dataclass
 class _Staged:
-    """One chunk's foot plans and pelvis offset, between `_stage_all` and `BatchRig._finish`."""
+    """One chunk's foot plans and pelvis offset, between `_stage_all` and `_finish_all`."""
 
     plans: list[tuple[LimbSpec, FootPlan]]
     offset: np.ndarray
@@ -91,8 +91,44 @@ class _Begun:
 
 
 @dataclass
+class _Rows:
+    """Two-bone limbs' rows for the closed-form solve (`BatchRig._closed_rows`, `_solve_closed_rows`): each
+    limb's frames one after another."""
+
+    f0: np.ndarray  # (R, 4, 4) the chain's first bone's frame (world), the pelvis's move in it
+    f1: np.ndarray  # the second bone's
+    end_frame: np.ndarray  # the end bone's
+    r0: np.ndarray  # (R, 4) their rotation channels as quaternions
+    r1: np.ndarray
+    r_end: np.ndarray
+    pole: Optional[np.ndarray]  # (R, 3) world, nan where a limb has none; None: no limb has one
+    weight: np.ndarray  # (R,) in [0, 1]
+    goal: np.ndarray  # (R, 3) the target, Soft IK's easing in it
+    turned: np.ndarray  # (R,) bool: the end bone turned to `target_rot`
+    target_rot: Optional[np.ndarray]  # (R, 4), or None: no limb turns its end bone
+    active: np.ndarray  # (R,) bool: the rows solved
+
+
+_Solved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # rotations (chain 0, chain 1, end) and where written
+
+
+@dataclass
+class _Finishing:
+    """One chunk between `BatchRig._finish_begin` and `_finish_end`."""
+
+    out: Channels
+    jobs: list[_Job]
+    closed: list[_Job]  # solved in closed form, in `rows`
+    rows: Optional[_Rows]
+    frame: np.ndarray
+    rots: np.ndarray
+    shift: np.ndarray
+    poles: Poles
+
+
+@dataclass
 class _Job:
-    """A limb to solve toward its targets, in `BatchRig._finish`."""
+    """A limb to solve toward its targets, in `BatchRig._finish_begin` and `_finish_end`."""
 
     limb: LimbSpec
     target: np.ndarray  # (N, 3) world
@@ -135,8 +171,9 @@ class BatchRig(RigReader):
         """The rig's rows in chunks of `chunk` (`_slice`), with each one's first row."""
         return [(self._slice(slice(a, min(self.frames, a + chunk))), a) for a in range(0, self.frames, chunk)]
 
-    def _complete(self, parts: list[BatchRig], staged: list[_Staged], carried: Optional[Carried]) -> Channels:
-        """`compute` once its chunks are staged (`_stage_all`)."""
+    def _settle(self, staged: list[_Staged], carried: Optional[Carried]) -> None:
+        """`compute` once its chunks are staged (`_stage_all`): the pelvis's speed limit and the feet's
+        smoothing over all of them, in place; they are then finished (`_finish_all`, `_joined`)."""
         raw = np.concatenate([st.offset for st in staged])
         moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
@@ -163,7 +200,9 @@ class BatchRig(RigReader):
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
         self._smooth_swings(staged, carried, cut)
-        outs = [part._finish(st) for part, st in zip(parts, staged)]
+
+    def _joined(self, outs: list[Channels]) -> Channels:
+        """The chunks' channels as one, less the rows read around the range."""
         out = outs[0] if len(outs) == 1 else {
             key: (np.concatenate([p[key][0] for p in outs]), np.concatenate([p[key][1] for p in outs])) for key in outs[0]}
         if self.context <= 0:
@@ -277,8 +316,9 @@ class BatchRig(RigReader):
         return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
                     self.locks(lb, start, self.frames), ball=ball)
 
-    def _finish(self, staged: _Staged) -> Channels:
-        """The pelvis moved by its offset and every limb solved."""
+    def _finish_begin(self, staged: _Staged) -> _Finishing:
+        """`_finish_all` for this chunk up to the closed-form solve: the pelvis moved by its offset, the limbs'
+        jobs and poles, and the rows of its two-bone limbs (`_closed_rows`)."""
         n = self.frames
         mw = self.mw
         up, frame = staged.at.up, staged.frame
@@ -311,8 +351,19 @@ class BatchRig(RigReader):
         # Two-bone limbs without IK limits in closed form over all frames at once; a single frame (live
         # preview's fallback) by `solvers.solve_limb`, the same closed form, cheaper than numpy on one row.
         closed = [job for job in direct if job.limb.closed_form and n > 1]
-        solved = dict(zip(map(id, closed), self._solve_closed(closed, frame, rots, shift, poles))) if closed else {}
-        for job in jobs:  # written in this order: a bone two limbs share is the later one's
+        rows = self._closed_rows(closed, frame, rots, shift, poles) if closed else None
+        return _Finishing(out, jobs, closed, rows, frame, rots, shift, poles)
+
+    def _finish_end(self, f: _Finishing, solved_rows: Optional[_Solved]) -> Channels:
+        """`_finish_all` for this chunk after the closed-form solve: every limb written."""
+        out, frame, rots, shift, poles = f.out, f.frame, f.rots, f.shift, f.poles
+        solved = {}
+        if f.closed and solved_rows is not None:
+            n = self.frames
+            q0, q1, end_q, ok = solved_rows
+            solved = {id(job): ((q0[i:i + n], q1[i:i + n], end_q[i:i + n]), ok[i:i + n])
+                      for job, i in zip(f.closed, range(0, n * len(f.closed), n))}
+        for job in f.jobs:  # written in this order: a bone two limbs share is the later one's
             lb = job.limb
             if lb.control >= 0:
                 self._drive(lb, frame, rots, shift, job.target, job.target_rot, job.active, out, soft=job.soft)
@@ -359,11 +410,11 @@ class BatchRig(RigReader):
             return xform(self.mw, self.arm[:, self.slot[lb.pole_bone], :3, 3]) + (shift if pole_shift else 0.0)
         return None
 
-    def _solve_closed(self, jobs: list[_Job], frame: np.ndarray, rots: np.ndarray, shift: np.ndarray,
-                      poles: Poles) -> list[tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]]:
-        """`solvers.solve_limb` for two-bone limbs without IK limits, in closed form over all their frames at
-        once (the limbs' rows one after another: per call, numpy's cost outweighs its speed per row on the
-        few rows of one frame). Per job: the chain's and the end bone's rotations, and where they are written."""
+    def _closed_rows(self, jobs: list[_Job], frame: np.ndarray, rots: np.ndarray, shift: np.ndarray,
+                     poles: Poles) -> _Rows:
+        """What `_solve_closed_rows` solves for two-bone limbs without IK limits, in closed form over all their
+        frames at once: the limbs' rows one after another (per call, numpy's cost outweighs its speed per row
+        on the few rows of one frame, and on one rig's in a crowd)."""
         s = self.slot
         n, k = self.frames, len(jobs)
 
@@ -379,8 +430,6 @@ class BatchRig(RigReader):
         r0 = stacked([rots[:, s[j.limb.chain[0]]] for j in jobs])
         r1 = stacked([rots[:, s[j.limb.chain[1]]] for j in jobs])
         r_end = stacked([rots[:, s[j.limb.end]] for j in jobs])
-        tip = end_frame[:, :3, 3]
-        hip, knee = f0[:, :3, 3], f1[:, :3, 3]
         given = [poles[id(j)][0] for j in jobs]
         pole: Optional[np.ndarray] = None
         if any(p is not None for p in given):
@@ -391,45 +440,23 @@ class BatchRig(RigReader):
             weights.append(j.limb.weights)
         weight = stacked(weights)
         weight = np.minimum(np.maximum(np.where(np.isnan(weight), 0.0, weight), 0.0), 1.0)
-        chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
         target = stacked([j.target for j in jobs])
         goal = target
         soft = np.repeat([j.soft for j in jobs], n)
         if self.softness > 0.0 and soft.any():
+            tip = end_frame[:, :3, 3]
+            hip, knee = f0[:, :3, 3], f1[:, :3, 3]
+            chain = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(tip - knee, axis=1)
             goal = target.copy()
             goal[soft] = self._soft_goal(hip[soft], chain[soft], target[soft])
-        new_knee, new_tip, _case = solve_two_bone_batch(hip, knee, tip, goal, pole)
-        inv0, inv1 = affine_inv(f0), affine_inv(f1)
-        cl0 = xform(inv0, knee)
-        cl1 = xform(inv1, tip)
-        turn0 = q_between(cl0, xform(inv0, new_knee))
-        q0 = qnormalize(qmul(r0, turn0))
-        rot4 = np.zeros((n * k, 4, 4))
-        rot4[:, :3, :3] = qmat(turn0)
-        rot4[:, 3, 3] = 1.0
-        delta = f0 @ rot4 @ inv0
-        cur1 = delta @ f1
-        turn1 = q_between(cl1, xform(affine_inv(cur1), new_tip))
-        q1 = qnormalize(qmul(r1, turn1))
-        end_q = r_end
         turned = np.repeat([j.target_rot is not None for j in jobs], n)
+        target_rot = None
         if turned.any():
             identity = np.zeros((n, 4))
             identity[:, 0] = 1.0
             target_rot = stacked([j.target_rot if j.target_rot is not None else identity for j in jobs])
-            rot4b = np.zeros((n * k, 4, 4))
-            rot4b[:, :3, :3] = qmat(turn1)
-            rot4b[:, 3, 3] = 1.0
-            new_end = cur1 @ rot4b @ inv1 @ end_frame
-            turn = qmul(qconj(mat_to_quat(new_end)), qnormalize(target_rot))
-            end_q = np.where(turned[:, None], qmul(r_end, turn), r_end)
-        blend = weight < 1.0
-        if blend.any():
-            q0 = np.where(blend[:, None], qslerp(r0, q0, weight), q0)
-            q1 = np.where(blend[:, None], qslerp(r1, q1, weight), q1)
-            end_q = np.where(blend[:, None], qslerp(r_end, end_q, weight), end_q)
-        ok = stacked([j.active for j in jobs]) & (weight > 0.0) & np.isfinite(goal).all(1)
-        return [((q0[i:i + n], q1[i:i + n], end_q[i:i + n]), ok[i:i + n]) for i in range(0, n * k, n)]
+        return _Rows(f0, f1, end_frame, r0, r1, r_end, pole, weight, goal, turned, target_rot,
+                     stacked([j.active for j in jobs]))
 
     def _soft_goal(self, hip: np.ndarray, chain: np.ndarray, target: np.ndarray) -> np.ndarray:
         """The target eased toward the hip as the chain nears full stretch (Soft IK, `solvers.soft`)."""
@@ -620,15 +647,113 @@ def _fallback_rig(obj: bpy.types.Object, terrain: Optional[Terrain], frame: floa
 
 def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[Optional[Carried]]] = None) -> list[Channels]:
     """`BatchRig.compute` for several rigs at once (live preview's frame caches for a crowd): their chunks
-    staged together (`_stage_all`), then each rig finished on its own. Each rig's result is the one it has
-    computed alone."""
+    staged together (`_stage_all`), each rig's pelvis limited and feet smoothed on its own, then their
+    chunks finished together (`_finish_all`). Each rig's result is exactly the one it computes alone."""
     carried = carried if carried is not None else [None] * len(rigs)
     chunks = [rig._chunks(chunk) for rig in rigs]
     staged = _stage_all([job for jobs in chunks for job in jobs])
-    out, at = [], 0
+    parts, at = [], 0
     for rig, jobs, c in zip(rigs, chunks, carried):
-        out.append(rig._complete([part for part, _start in jobs], staged[at:at + len(jobs)], c))
+        rig._settle(staged[at:at + len(jobs)], c)
+        parts += [part for part, _start in jobs]
         at += len(jobs)
+    finished = _finish_all(list(zip(parts, staged)))
+    out, at = [], 0
+    for rig, jobs in zip(rigs, chunks):
+        out.append(rig._joined(finished[at:at + len(jobs)]))
+        at += len(jobs)
+    return out
+
+
+def _batches(parts: list[tuple[int, BatchRig]], key: Any) -> list[list[int]]:
+    """The indices of `parts` (index, chunk) in batches to compute in one pass: chunks with the same `key`,
+    of different rigs (a rig's own chunks bound a long range's memory), up to STACK_ROWS rows."""
+    queues: dict[Any, list[list[int]]] = {}
+    rigs: dict[int, list[Any]] = {}
+    rows: dict[int, int] = {}
+    for i, part in parts:
+        queue = queues.setdefault(key(part), [[]])
+        last = queue[-1]
+        if last and (rows[id(last)] + part.frames > STACK_ROWS or any(o == part.obj for o in rigs[id(last)])):
+            last = []
+            queue.append(last)
+        last.append(i)
+        rigs.setdefault(id(last), []).append(part.obj)
+        rows[id(last)] = rows.get(id(last), 0) + part.frames
+    return [batch for queue in queues.values() for batch in queue]
+
+
+def _finish_all(jobs: list[tuple[BatchRig, _Staged]]) -> list[Channels]:
+    """Every chunk's limbs solved (`BatchRig._finish_begin`, `_finish_end`): the two-bone limbs of chunks of
+    different rigs in closed form in one pass (`_solve_closed_rows`), their rows one after another."""
+    begun = [part._finish_begin(st) for part, st in jobs]
+    solved: list[Optional[_Solved]] = [None] * len(jobs)
+    with_rows = [(i, jobs[i][0]) for i, f in enumerate(begun) if f.rows is not None]
+    for batch in _batches(with_rows, lambda part: 0):
+        for i, got in zip(batch, _solve_closed_rows([begun[i].rows for i in batch])):  # type: ignore[misc]
+            solved[i] = got
+    return [part._finish_end(f, got) for (part, _st), f, got in zip(jobs, begun, solved)]
+
+
+def _solve_closed_rows(parts: list[_Rows]) -> list[_Solved]:
+    """`solvers.solve_limb` in closed form for the rows of `parts` (`BatchRig._closed_rows`) at once: per
+    part, the chain's two rotations and the end bone's, and where they are written (its rows)."""
+    if len(parts) == 1:
+        r = parts[0]
+    else:
+        def cat(name: str, fill: Any) -> Any:
+            got = [getattr(p, name) for p in parts]
+            if all(g is None for g in got):
+                return None
+            return np.concatenate([g if g is not None else fill(len(p.weight)) for g, p in zip(got, parts)])
+
+        def nan3(m: int) -> np.ndarray:
+            return np.full((m, 3), np.nan)
+
+        def identity(m: int) -> np.ndarray:
+            q = np.zeros((m, 4))
+            q[:, 0] = 1.0
+            return q
+
+        r = _Rows(*(cat(name, nan3 if name == "pole" else identity if name == "target_rot" else None)
+                    for name in _Rows.__dataclass_fields__))
+    f0, f1, end_frame = r.f0, r.f1, r.end_frame
+    tip = end_frame[:, :3, 3]
+    hip, knee = f0[:, :3, 3], f1[:, :3, 3]
+    new_knee, new_tip, _case = solve_two_bone_batch(hip, knee, tip, r.goal, r.pole)
+    inv0, inv1 = affine_inv(f0), affine_inv(f1)
+    cl0 = xform(inv0, knee)
+    cl1 = xform(inv1, tip)
+    turn0 = q_between(cl0, xform(inv0, new_knee))
+    q0 = qnormalize(qmul(r.r0, turn0))
+    rows = len(f0)
+    rot4 = np.zeros((rows, 4, 4))
+    rot4[:, :3, :3] = qmat(turn0)
+    rot4[:, 3, 3] = 1.0
+    delta = f0 @ rot4 @ inv0
+    cur1 = delta @ f1
+    turn1 = q_between(cl1, xform(affine_inv(cur1), new_tip))
+    q1 = qnormalize(qmul(r.r1, turn1))
+    end_q = r.r_end
+    if r.target_rot is not None and r.turned.any():
+        rot4b = np.zeros((rows, 4, 4))
+        rot4b[:, :3, :3] = qmat(turn1)
+        rot4b[:, 3, 3] = 1.0
+        new_end = cur1 @ rot4b @ inv1 @ end_frame
+        turn = qmul(qconj(mat_to_quat(new_end)), qnormalize(r.target_rot))
+        end_q = np.where(r.turned[:, None], qmul(r.r_end, turn), r.r_end)
+    weight = r.weight
+    blend = weight < 1.0
+    if blend.any():
+        q0 = np.where(blend[:, None], qslerp(r.r0, q0, weight), q0)
+        q1 = np.where(blend[:, None], qslerp(r.r1, q1, weight), q1)
+        end_q = np.where(blend[:, None], qslerp(r.r_end, end_q, weight), end_q)
+    ok = r.active & (weight > 0.0) & np.isfinite(r.goal).all(1)
+    out, at = [], 0
+    for p in parts:
+        m = len(p.weight)
+        out.append((q0[at:at + m], q1[at:at + m], end_q[at:at + m], ok[at:at + m]))
+        at += m
     return out
 
 
@@ -640,36 +765,29 @@ def _stage_all(jobs: list[tuple[BatchRig, int]]) -> list[_Staged]:
     hundred times for a crowd). A rig's own chunks stay apart: they bound the memory of a long range."""
     begun = [part._stage_begin(start) for part, start in jobs]
     out = [b if isinstance(b, _Staged) else None for b in begun]
-    batches: dict[tuple[int, int, float], list[list[tuple[int, _Begun]]]] = {}
-    for i, b in enumerate(begun):
-        if isinstance(b, _Begun):
-            rays = b.rig.rays
-            assert rays is not None
-            queue = batches.setdefault((id(rays.terrain), b.rig.frames, b.rig.fps), [[]])
-            last = queue[-1]
-            if last and ((len(last) + 1) * b.rig.frames > STACK_ROWS or any(o.rig.obj == b.rig.obj for _j, o in last)):
-                last = []
-                queue.append(last)
-            last.append((i, b))
-    for (_terrain, n, fps), queue in batches.items():
-        for stage in queue:
-            rays = stage[0][1].rig.rays
-            assert rays is not None
-            windows = [np.zeros(n)] * len(stage)
-            body = [(k, b.centre, b.leg_body) for k, (_i, b) in enumerate(stage)
-                    if b.centre is not None and b.leg_body is not None]
-            if body:
-                ground = model.body_ground(rays, np.concatenate([c for _k, c, _l in body]),
-                                           Placement.concat([stage[k][1].at for k, _c, _l in body]),
-                                           np.concatenate([leg for _k, _c, leg in body]))
-                for j, (k, _c, _l) in enumerate(body):
-                    windows[k] = ground[j * n:(j + 1) * n]
-            plans = model.plan_feet([f for _i, b in stage for f in b.plan], [b.at for _i, b in stage for _f in b.plan],
-                                    rays, [w for (_i, b), w in zip(stage, windows) for _f in b.plan], fps)
-            at = 0
-            for (i, b), w in zip(stage, windows):
-                out[i] = b.rig._stage_end(b, w, plans[at:at + len(b.plan)])
-                at += len(b.plan)
+    pending = {i: b for i, b in enumerate(begun) if isinstance(b, _Begun)}
+    batches = _batches([(i, b.rig) for i, b in pending.items()],
+                       lambda part: (id(part.rays.terrain) if part.rays is not None else 0, part.frames, part.fps))
+    for members in batches:
+        stage = [(i, pending[i]) for i in members]
+        first = stage[0][1].rig
+        rays, n, fps = first.rays, first.frames, first.fps
+        assert rays is not None
+        windows = [np.zeros(n)] * len(stage)
+        body = [(k, b.centre, b.leg_body) for k, (_i, b) in enumerate(stage)
+                if b.centre is not None and b.leg_body is not None]
+        if body:
+            ground = model.body_ground(rays, np.concatenate([c for _k, c, _l in body]),
+                                       Placement.concat([stage[k][1].at for k, _c, _l in body]),
+                                       np.concatenate([leg for _k, _c, leg in body]))
+            for j, (k, _c, _l) in enumerate(body):
+                windows[k] = ground[j * n:(j + 1) * n]
+        plans = model.plan_feet([f for _i, b in stage for f in b.plan], [b.at for _i, b in stage for _f in b.plan],
+                                rays, [w for (_i, b), w in zip(stage, windows) for _f in b.plan], fps)
+        at = 0
+        for (i, b), w in zip(stage, windows):
+            out[i] = b.rig._stage_end(b, w, plans[at:at + len(b.plan)])
+            at += len(b.plan)
     done = [st for st in out if st is not None]
     assert len(done) == len(out)
     return done

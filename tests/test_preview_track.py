@@ -382,8 +382,8 @@ def test_the_cache_build_leaves_the_user_on_their_frame_whether_it_succeeds_or_f
 
 def test_a_crowd_planned_in_one_pass_gives_each_rig_what_it_computes_alone(monkeypatch):
     """`batch.compute_all` (live preview's frame caches for many rigs) plans the feet of rigs on one terrain
-    together, their rows one after another: each rig's channels are exactly the ones it computes alone,
-    whatever the others are (placed elsewhere, turned, scaled, on another floor)."""
+    together and solves their legs together, their rows one after another: each rig's channels are exactly
+    the ones it computes alone, whatever the others are (placed elsewhere, turned, scaled, on another floor)."""
     batch, fkread = harness.module("core.batch"), harness.module("core.fkread")
     props = harness.module("properties")
     obj, terrain, leg = _walker("stairs")
@@ -413,8 +413,12 @@ def test_a_crowd_planned_in_one_pass_gives_each_rig_what_it_computes_alone(monke
     calls = []
     plan_feet = batch.model.plan_feet
     monkeypatch.setattr(batch.model, "plan_feet", lambda *a: calls.append(len(a[0])) or plan_feet(*a))
+    solves = []
+    solve = batch._solve_closed_rows
+    monkeypatch.setattr(batch, "_solve_closed_rows", lambda parts: solves.append(len(parts)) or solve(parts))
     together = batch.compute_all([read(o) for o in rigs])
-    assert calls == [2 * len(rigs)]  # every rig's two feet in one pass
+    assert calls == [2 * len(rigs)]  # every rig's two feet planned in one pass
+    assert solves == [len(rigs)]  # and their legs solved in one
     for a, b in zip(alone, together):
         assert a.keys() == b.keys() and a
         for key in a:
