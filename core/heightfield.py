@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -213,6 +214,7 @@ class ClearanceField:
             code = tile[rows, 0] * wide + tile[rows, 1]  # a tile's number
             x, y = local[rows, 0], local[rows, 1]
             corners = np.empty((len(rows), 4))  # (x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)
+            groups: list[tuple[int, Any]]  # (tile, its rows)
             if (code == code[0]).all():  # a frame at a time: mostly one tile
                 groups = [(int(code[0]), slice(None))]
             else:  # the rows of each tile (a crowd's feet are over many): sorted by tile once
