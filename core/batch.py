@@ -81,7 +81,6 @@ class _Begun:
 
     rig: BatchRig
     at: Placement
-    world: np.ndarray
     frame: np.ndarray
     feet: list[LimbSpec]
     step: np.ndarray
@@ -287,7 +286,7 @@ class BatchRig(RigReader):
         if self.pelvis >= 0:
             centre = world[:, self.slot[self.pelvis], :3, 3]
             leg_body = max(lb.rest_length for lb in feet) * at.scale
-        return _Begun(self, at, world, frame, feet, step, [self._foot(lb, world, frame, start) for lb in feet],
+        return _Begun(self, at, frame, feet, step, [self._foot(lb, world, frame, start) for lb in feet],
                       centre, leg_body)
 
     def _stage_end(self, begun: _Begun, window: np.ndarray, plans: list[FootPlan]) -> _Staged:
@@ -668,19 +667,19 @@ def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[
 def _batches(parts: list[tuple[int, BatchRig]], key: Any) -> list[list[int]]:
     """The indices of `parts` (index, chunk) in batches to compute in one pass: chunks with the same `key`,
     of different rigs (a rig's own chunks bound a long range's memory), up to STACK_ROWS rows."""
-    queues: dict[Any, list[list[int]]] = {}
-    rigs: dict[int, list[Any]] = {}
-    rows: dict[int, int] = {}
+    out: list[list[int]] = []
+    open_: dict[Any, tuple[list[int], set[int], list[int]]] = {}  # key -> (members, their rigs, [rows])
     for i, part in parts:
-        queue = queues.setdefault(key(part), [[]])
-        last = queue[-1]
-        if last and (rows[id(last)] + part.frames > STACK_ROWS or any(o == part.obj for o in rigs[id(last)])):
-            last = []
-            queue.append(last)
-        last.append(i)
-        rigs.setdefault(id(last), []).append(part.obj)
-        rows[id(last)] = rows.get(id(last), 0) + part.frames
-    return [batch for queue in queues.values() for batch in queue]
+        k = key(part)
+        batch = open_.get(k)
+        rig = part.obj.as_pointer()
+        if batch is None or batch[2][0] + part.frames > STACK_ROWS or rig in batch[1]:
+            batch = open_[k] = ([], set(), [0])
+            out.append(batch[0])
+        batch[0].append(i)
+        batch[1].add(rig)
+        batch[2][0] += part.frames
+    return out
 
 
 def _finish_all(jobs: list[tuple[BatchRig, _Staged]]) -> list[Channels]:

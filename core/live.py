@@ -342,8 +342,7 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                 for rig in swept:
                     rig.read(i)
             # Solved together: the feet of rigs on one terrain are planned in one pass (`batch.compute_all`).
-            outs = list(zip([obj for obj, _rig in rigs], [rig for _obj, rig in rigs],
-                            batch.compute_all([rig for _obj, rig in rigs])))
+            outs = [(obj, rig, out) for (obj, rig), out in zip(rigs, batch.compute_all([rig for _obj, rig in rigs]))]
         built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}
         saved_frame, back = None, saved_frame
         scene.frame_set(back)  # with the caches in place: the current frame is planted from them

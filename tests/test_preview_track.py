@@ -426,3 +426,31 @@ def test_a_crowd_planned_in_one_pass_gives_each_rig_what_it_computes_alone(monke
     # The rigs differ: the test compares something.
     key = next(k for k in alone[0] if k[1] == "rotation_quaternion")
     assert all(not np.allclose(alone[0][key][0], x[key][0]) for x in alone[1:])
+
+
+def test_a_pass_never_holds_two_chunks_of_one_rig_nor_more_than_its_rows():
+    """`batch._batches`: chunks of different rigs with the same key share a pass, up to STACK_ROWS rows; a
+    rig's own chunks (a long range cut to bound memory) never do; other keys go apart."""
+    batch = harness.module("core.batch")
+
+    class Obj:
+        def __init__(self, p):
+            self.p = p
+
+        def as_pointer(self):
+            return self.p
+
+    class Part:
+        def __init__(self, rig, frames, key):
+            self.obj, self.frames, self.key = Obj(rig), frames, key
+
+    rows = batch.STACK_ROWS
+    parts = [Part(1, 100, "a"), Part(1, 100, "a"), Part(2, 100, "a"), Part(3, 100, "b"),
+             Part(4, rows - 150, "a"), Part(5, 100, "a")]
+    got = batch._batches(list(enumerate(parts)), lambda p: p.key)
+    assert sorted(i for b in got for i in b) == list(range(len(parts)))  # every chunk, once
+    for b in got:
+        assert len({parts[i].key for i in b}) == 1
+        assert len({parts[i].obj.p for i in b}) == len(b)  # no rig twice
+        assert sum(parts[i].frames for i in b) <= rows
+    assert [2] not in got and len(got) == 4  # a chunk of another rig joins a pass: [[0], [1, 2], [3], [4, 5]]
