@@ -170,9 +170,10 @@ class BatchRig(RigReader):
         """The rig's rows in chunks of `chunk` (`_slice`), with each one's first row."""
         return [(self._slice(slice(a, min(self.frames, a + chunk))), a) for a in range(0, self.frames, chunk)]
 
-    def _settle(self, staged: list[_Staged], carried: Optional[Carried]) -> None:
-        """`compute` once its chunks are staged (`_stage_all`): the pelvis's speed limit and the feet's
-        smoothing over all of them, in place; they are then finished (`_finish_all`, `_joined`)."""
+    def _settle(self, staged: list[_Staged], carried: Optional[Carried]) -> Optional[np.ndarray]:
+        """`compute` once its chunks are staged (`_stage_all`): the pelvis's speed limit over all of them, in
+        place; the rows the animation jumps to (`model.cuts`, None: not looked for), for the feet's
+        smoothing (`_smooth_swings`). They are then finished (`_finish_all`, `_joined`)."""
         raw = np.concatenate([st.offset for st in staged])
         moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
@@ -198,7 +199,7 @@ class BatchRig(RigReader):
             for st in staged:
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
-        self._smooth_swings(staged, carried, cut)
+        return cut
 
     def _joined(self, outs: list[Channels]) -> Channels:
         """The chunks' channels as one, less the rows read around the range."""
@@ -225,31 +226,6 @@ class BatchRig(RigReader):
             base = fk[c.prop][keep, j]
             values[key] = (out[key][0] if key in out else base, base)
         return values
-
-    def _smooth_swings(self, staged: list[_Staged], carried: Optional[Carried], cut: Optional[np.ndarray] = None) -> None:
-        """Every foot's height between its contacts smoothed over all frames (`model.swing_smoothing`, or
-        what `carried` says it did), in the staged plans; what it changed per frame is kept in `foot_delta`.
-        The pelvis keeps the offset it found for the targets before."""
-        self.foot_delta = {}
-        if not staged or not staged[0].plans:
-            return
-        up = np.concatenate([st.at.up for st in staged])
-        for k, (lb, _plan) in enumerate(staged[0].plans):
-            if carried is not None:
-                shift = carried.feet.get(lb.index, np.zeros(self.frames))
-            else:
-                ps = [st.plans[k][1] for st in staged]
-                cat = {name: np.concatenate([getattr(p, name) for p in ps])
-                       for name in ("correction", "floor", "touch", "pinned", "leg")}
-                shift = model.swing_change(cat["correction"], cat["floor"], cat["touch"], cat["pinned"], self.fps,
-                                           cat["leg"], cut)
-            self.foot_delta[lb.index] = shift
-            at = 0
-            for st in staged:
-                plan = st.plans[k][1]
-                m = len(st.offset)
-                plan.target = plan.target + up[at:at + m] * shift[at:at + m, None]
-                at += m
 
     def _slice(self, sl: slice) -> BatchRig:
         """A view of rows `sl` (in float64) for one chunk of the computation."""
@@ -651,17 +627,54 @@ def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[
     carried = carried if carried is not None else [None] * len(rigs)
     chunks = [rig._chunks(chunk) for rig in rigs]
     staged = _stage_all([job for jobs in chunks for job in jobs])
-    parts, at = [], 0
+    parts, settled, at = [], [], 0
     for rig, jobs, c in zip(rigs, chunks, carried):
-        rig._settle(staged[at:at + len(jobs)], c)
+        mine = staged[at:at + len(jobs)]
+        settled.append((rig, mine, c, rig._settle(mine, c)))
         parts += [part for part, _start in jobs]
         at += len(jobs)
+    _smooth_swings(settled)
     finished = _finish_all(list(zip(parts, staged)))
     out, at = [], 0
     for rig, jobs in zip(rigs, chunks):
         out.append(rig._joined(finished[at:at + len(jobs)]))
         at += len(jobs)
     return out
+
+
+def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried], Optional[np.ndarray]]]) -> None:
+    """Every foot's height between its contacts smoothed over all its rig's frames (`model.swing_changes`:
+    the feet of every rig at one frame rate in one call; or what a rig's `Carried` says it did), in the
+    staged plans; what it changed per frame is kept in each rig's `foot_delta`. The pelvis keeps the offset
+    it found for the targets before. `settled`: (rig, its staged chunks, carried, its cuts)."""
+    todo: dict[float, list[tuple[tuple[int, int], tuple[Any, ...]]]] = {}  # by frame rate: (rig, foot), arguments
+    shifts: dict[tuple[int, int], np.ndarray] = {}
+    for n, (rig, staged, carried, cut) in enumerate(settled):
+        rig.foot_delta = {}
+        if not staged or not staged[0].plans:
+            continue
+        for k, (lb, _plan) in enumerate(staged[0].plans):
+            if carried is not None:
+                shifts[n, k] = carried.feet.get(lb.index, np.zeros(rig.frames))
+                continue
+            ps = [st.plans[k][1] for st in staged]
+            cat = [np.concatenate([getattr(p, name) for p in ps]) for name in ("correction", "floor", "touch", "pinned", "leg")]
+            todo.setdefault(rig.fps, []).append(((n, k), (*cat, cut)))
+    for fps, feet in todo.items():
+        for (key, _args), shift in zip(feet, model.swing_changes([args for _key, args in feet], fps)):
+            shifts[key] = shift
+    for n, (rig, staged, _carried, _cut) in enumerate(settled):
+        if not staged or not staged[0].plans:
+            continue
+        up = np.concatenate([st.at.up for st in staged])
+        for k, (lb, _plan) in enumerate(staged[0].plans):
+            shift = rig.foot_delta[lb.index] = shifts[n, k]
+            at = 0
+            for st in staged:
+                plan = st.plans[k][1]
+                m = len(st.offset)
+                plan.target = plan.target + up[at:at + m] * shift[at:at + m, None]
+                at += m
 
 
 def _batches(parts: list[tuple[int, BatchRig]], key: Any) -> list[list[int]]:

@@ -253,9 +253,20 @@ def _curves(obj: bpy.types.Object) -> dict[tuple[str, int], Any]:
     return out
 
 
+def _few(obj: bpy.types.Object, bones: list[int]) -> bool:
+    """Whether `bones` are few enough of the rig's to read one by one: `foreach_get` reads every bone, at
+    about a third of the cost per bone (a metarig's legs and spine: 20 of its 159 bones, 0.13 against 0.34 ms
+    for the channels and matrices)."""
+    return 3 * len(bones) < len(obj.pose.bones)
+
+
 def _pose(obj: bpy.types.Object, bones: list[int]) -> dict[str, np.ndarray]:
     """The pose's channel values now (len(bones), size) per channel property."""
     pbs = obj.pose.bones
+    if _few(obj, bones):
+        chosen = [pbs[i] for i in bones]
+        return {prop: np.array([tuple(getattr(pb, prop)) for pb in chosen], dtype=np.float64).reshape(len(bones), size)
+                for prop, size in _CHANNELS}
     out = {}
     for prop, size in _CHANNELS:
         buf = np.empty(len(pbs) * size, dtype=np.float64)
@@ -266,9 +277,12 @@ def _pose(obj: bpy.types.Object, bones: list[int]) -> dict[str, np.ndarray]:
 
 def _matrices(obj: bpy.types.Object, bones: list[int]) -> np.ndarray:
     """The pose's armature-space matrices now (len(bones), 4, 4), as Blender evaluated them."""
-    count = len(obj.pose.bones)
+    pbs = obj.pose.bones
+    if _few(obj, bones):
+        return np.array([pbs[i].matrix for i in bones], dtype=np.float64).reshape(len(bones), 4, 4)
+    count = len(pbs)
     buf = np.empty(count * 16, dtype=np.float64)
-    obj.pose.bones.foreach_get("matrix", buf)
+    pbs.foreach_get("matrix", buf)
     return np.swapaxes(buf.reshape(count, 4, 4), -1, -2)[bones]  # type: ignore[no-any-return]
 
 

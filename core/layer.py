@@ -120,15 +120,18 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
             kp = fc.keyframe_points
             kp.add(frames_n)
             kp.foreach_set("co", co.ravel())
-            kp.foreach_set("interpolation", linear)
-            fc.update()
             # Sampled points: one per frame, evaluated by index with the same linear interpolation between
             # frames, where keys take a binary search through a thousand of them (0.020 -> 0.008 ms a
             # frame for the benchmark's 51 channels). Sampling stops before `end` (4.2 and 5.0): one more.
-            # Not before frame 0 (a preview range can start there): Blender interpolates a sampled curve's
-            # negative subframes toward the wrong neighbour, so such a range keeps its linear keys.
+            # A sample is the curve's value on a key's own frame, which no interpolation or handle changes:
+            # neither is set first (a third of the track's cost in a crowd). Not before frame 0 (a preview
+            # range can start there): Blender interpolates a sampled curve's negative subframes toward the
+            # wrong neighbour, so such a range keeps linear keys.
             if start >= 0:
                 fc.convert_to_samples(int(start), int(start) + frames_n)
+            else:
+                kp.foreach_set("interpolation", linear)
+                fc.update()
             src = keyed.get((path, j))
             if src is None:
                 held.append([path, j, float(current[j])])
@@ -151,7 +154,7 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
     track.lock = True
     if source is not None:
         source.update_tag()
-    obj.update_tag(refresh={"OBJECT", "DATA", "TIME"})
+    obj.update_tag(refresh={"OBJECT", "TIME"})
     return True
 
 

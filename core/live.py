@@ -219,14 +219,8 @@ def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
                 if obj.name in caches.layers:  # out of the track's range: frame by frame
                     caches.layers.difference_update(layer.detach(obj))
                 slow.append(obj)
-        if not render and USE_LAYER:  # onto their preview tracks, where they can
-            for group in layer.groups([(obj, c) for obj, c in cached if layer.why_not(obj) is None]):
-                for obj, cache in group:
-                    restore_animation_values(obj)
-                    if layer.attach(obj, cache.start, cache.values):
-                        caches.layers.add(obj.name)
-                        caches.rigs.pop(obj.name, None)  # nothing of ours is left in the channels
-                        results[obj.name] = RigResult(written=list(cache.written))
+        if not render:
+            _onto_tracks(cached, results)
         for obj, cache in cached:
             if obj.name in caches.layers:
                 continue
@@ -251,6 +245,20 @@ def refresh(scene: bpy.types.Scene, depsgraph: bpy.types.Depsgraph | None = None
         writing = was_writing
     _remember_played(scene)
     return results
+
+
+def _onto_tracks(cached: list[tuple[bpy.types.Object, FrameCache]], results: dict[str, RigResult]) -> None:
+    """Rigs (with frame caches covering the frame) onto their preview tracks, where they can play there;
+    each one that does is in `caches.layers` and `results`."""
+    if not USE_LAYER:
+        return
+    for group in layer.groups([(obj, c) for obj, c in cached if layer.why_not(obj) is None]):
+        for obj, cache in group:
+            restore_animation_values(obj)
+            if layer.attach(obj, cache.start, cache.values):
+                caches.layers.add(obj.name)
+                caches.rigs.pop(obj.name, None)  # nothing of ours is left in the channels
+                results[obj.name] = RigResult(written=list(cache.written))
 
 
 def _remember_played(scene: bpy.types.Scene) -> None:
@@ -343,8 +351,11 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
                     rig.read(i)
             # Solved together: the feet of rigs on one terrain are planned in one pass (`batch.compute_all`).
             outs = [(obj, rig, out) for (obj, rig), out in zip(rigs, batch.compute_all([rig for _obj, rig in rigs]))]
-        built = {obj.name: _store(obj, rig, out, start, end) for obj, rig, out in outs}
+        stored = [(obj, _store(obj, rig, out, start, end)) for obj, rig, out in outs]
+        built = {obj.name: cache for obj, cache in stored}
         saved_frame, back = None, saved_frame
+        if start <= back <= end:  # on their tracks before the frame is set: Blender evaluates them once
+            _onto_tracks(stored, {})
         scene.frame_set(back)  # with the caches in place: the current frame is planted from them
         if bpy.context.view_layer is not None:
             bpy.context.view_layer.update()

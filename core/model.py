@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -214,7 +215,7 @@ def held_floor(values: np.ndarray, width: int) -> float:
 
 
 def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
-                    fps: float, leg: Any) -> np.ndarray:
+                    fps: float, leg: Any, stretch: Optional[np.ndarray] = None) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
     frames, `pinned` ones (in a contact, no plan, the ground less than ANCHORED from the contacts around
@@ -228,24 +229,36 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
     swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
     It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
-    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`)."""
+    live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`).
+
+    `stretch` (one number per row, rows of a stretch together): each stretch smoothed on its own, exactly as
+    if it were passed alone (several feet, the stretches between a loop's cuts: one call for all of them).
+    Each row's sums run in the same order either way (`_blur`), so the result does not depend on what else
+    is in the call."""
     height = np.asarray(correction, dtype=np.float64)
     n = len(height)
     leg = per_row(leg, n)
     width, r, reach = _swing_spans(fps)
+    if n == 0 or width <= 0.0:
+        return height.copy()
+    seg = np.zeros(n, dtype=np.int64) if stretch is None else np.asarray(stretch, dtype=np.int64)
+    first = np.concatenate(([True], seg[1:] != seg[:-1]))
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, n))
     valid = np.isfinite(height)
     fixed = np.asarray(pinned, dtype=bool) | ~valid
-    if n < 2 or width <= 0.0 or fixed.all():
-        return height.copy()
+    # Stretches with fewer than two rows or nothing free are kept as they are.
+    free = np.add.reduceat((~fixed).astype(np.int64), starts)
+    keep = np.repeat((sizes < 2) | (free == 0), sizes)
     values = np.where(valid, height, 0.0)
+    # The stretches r empty rows apart (nothing valid there), so no Gaussian reaches from one to the next.
+    pos = np.arange(n) + r * (np.cumsum(first) - 1)
     g = np.exp(-0.5 * (np.arange(-r, r + 1, dtype=np.float64) / width) ** 2)
-    # The centred part of the full convolution: what "same" gives, also on fewer rows than the Gaussian has
-    # (a stretch between two cuts), where "same" would give the Gaussian's length.
-    total = np.convolve(valid.astype(np.float64), g)[r:r + n]
-    smooth = np.convolve(values, g)[r:r + n] / np.where(total > 0.0, total, 1.0)
+    total = _blur(valid.astype(np.float64), pos, g)
+    smooth = _blur(values, pos, g) / np.where(total > 0.0, total, 1.0)
     # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
     # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
-    # than that on either side.
+    # than that on either side (of its own stretch).
     pins = np.flatnonzero(fixed)
     if len(pins):
         moved = np.where(fixed & valid, height - smooth, 0.0)
@@ -253,8 +266,10 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
         at = np.searchsorted(pins, rows)
         left = pins[np.maximum(at - 1, 0)]
         right = pins[np.minimum(at, len(pins) - 1)]
-        dl = np.where(at > 0, rows - left, np.inf)
-        dr = np.where(at < len(pins), right - rows, np.inf)
+        has_left = (at > 0) & (seg[left] == seg)
+        has_right = (at < len(pins)) & (seg[right] == seg)
+        dl = np.where(has_left, rows - left, np.inf)
+        dr = np.where(has_right, right - rows, np.inf)
         fl = np.where(np.isfinite(dl), smoothstep(1.0 - dl / reach), 0.0)
         fr = np.where(np.isfinite(dr), smoothstep(1.0 - dr / reach), 0.0)
         share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
@@ -266,24 +281,53 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # a foot that just follows the terrain keeps the animation's swing as it is.
     bounded = np.isfinite(floor)
     lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
-    near = smoothstep(np.minimum(_window_max(lifted, r), 1e300) / (SWING_LIFTED * leg))
-    return np.where(fixed, height, values + near * (smooth - values))
+    spread = np.full(int(pos[-1]) + 1 + 2 * r, -np.inf)
+    spread[pos + r] = lifted
+    near = smoothstep(np.minimum(_window_max(spread, r)[pos + r], 1e300) / (SWING_LIFTED * leg))
+    return np.where(fixed | keep, height, values + near * (smooth - values))
+
+
+def _blur(values: np.ndarray, pos: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Per row, the sum of `g` (2r + 1 weights) times the rows around it, rows placed at `pos` (gaps hold
+    nothing), summed weight by weight in one order whatever the rows are."""
+    r = len(g) // 2
+    spread = np.zeros(int(pos[-1]) + 1 + 2 * r)
+    spread[pos + r] = values
+    out = np.zeros(len(values))
+    for k in range(len(g)):
+        out += g[k] * spread[pos + k]
+    return out
+
+
+def swing_changes(feet: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any, Optional[np.ndarray]]],
+                  fps: float) -> list[np.ndarray]:
+    """What `swing_smoothing` adds to each frame's correction (0 where it has none), for each of `feet`
+    ((correction, floor, touch, pinned, leg, cut)), in one call. With a `cut` (rows the animation jumps to,
+    `cuts`), each stretch between cuts is smoothed on its own: the heights on either side of a loop's seam
+    belong to places a body apart, and averaging them across it moved the foot on the frames around the
+    seam (the knee 2.9x the source's). Each foot's result is the one it gets alone."""
+    if not feet:
+        return []
+    sizes = [len(f[0]) for f in feet]
+    stretch, base = [], 0
+    for (_c, _f, _t, _p, _l, cut), m in zip(feet, sizes):
+        ids = np.zeros(m, dtype=np.int64)
+        if cut is not None and len(cut) == m and m > 1:
+            ids[1:] = np.cumsum(np.asarray(cut[1:], dtype=np.int64))
+        stretch.append(ids + base)
+        base += int(ids[-1]) + 1 if m else 0
+    correction = np.concatenate([np.asarray(f[0], dtype=np.float64) for f in feet])
+    smoothed = swing_smoothing(correction, np.concatenate([f[1] for f in feet]), np.concatenate([f[2] for f in feet]),
+                               np.concatenate([f[3] for f in feet]), fps,
+                               np.concatenate([per_row(f[4], m) for f, m in zip(feet, sizes)]), np.concatenate(stretch))
+    change = np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
+    return np.split(change, np.cumsum(sizes)[:-1])
 
 
 def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
                  leg: Any, cut: Optional[np.ndarray] = None) -> np.ndarray:
-    """What `swing_smoothing` adds to each frame's correction (0 where it has none). With `cut` (rows the
-    animation jumps to, `cuts`), each stretch between cuts is smoothed on its own: the heights on either side
-    of a loop's seam belong to places a body apart, and averaging them across it moved the foot on the frames
-    around the seam (the knee 2.9x the source's)."""
-    leg = per_row(leg, len(correction))
-    if cut is not None and len(cut) == len(correction) and cut[1:].any():
-        bounds = [0, *np.flatnonzero(cut[1:]) + 1, len(correction)]
-        smoothed = np.concatenate([swing_smoothing(correction[a:b], floor[a:b], touch[a:b], pinned[a:b], fps, leg[a:b])
-                                   for a, b in zip(bounds, bounds[1:])])
-    else:
-        smoothed = swing_smoothing(correction, floor, touch, pinned, fps, leg)
-    return np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
+    """`swing_changes` for one foot."""
+    return swing_changes([(correction, floor, touch, pinned, leg, cut)], fps)[0]
 
 
 # ------------------------------------------------------------------------------------------ the plan

@@ -499,6 +499,41 @@ def test_swing_smoothing_holds_on_either_side_of_a_cut_not_across():
     assert y.shape == (3,) and y[1] < lifted[1]
 
 
+def test_many_feet_smoothed_in_one_call_each_get_what_they_get_alone():
+    """`model.swing_changes` (every foot of a crowd in one call, `batch._smooth_swings`): each foot, and each
+    stretch between its cuts, comes out exactly as when passed alone, whatever lies beside it in the call;
+    and it is the smoothing the tests above check (the same foot through `swing_smoothing`)."""
+    rng = np.random.default_rng(11)
+    fps = 30.0
+    feet = []
+    for k in range(40):
+        n = int(rng.integers(1, 120))
+        correction = rng.normal(0.0, 0.05, n)
+        correction[rng.random(n) < 0.05] = np.nan
+        floor = np.where(rng.random(n) < 0.2, -np.inf, correction - np.abs(rng.normal(0.0, 0.01, n)))
+        touch = np.where(rng.random(n) < 0.3, -np.inf, correction - 0.03)
+        pinned = rng.random(n) < rng.random()
+        leg = rng.uniform(0.5, 1.5, n) if k % 2 else 0.9
+        cut = rng.random(n) < 0.04 if k % 3 else None
+        feet.append((correction, floor, touch, pinned, leg, cut))
+    together = model.swing_changes(feet, fps)
+    moved = 0
+    for foot, got in zip(feet, together):
+        assert np.array_equal(got, model.swing_change(*foot[:4], fps, foot[4], foot[5]))
+        correction, floor, touch, pinned, leg, cut = foot
+        if cut is None:
+            smoothed = model.swing_smoothing(correction, floor, touch, pinned, fps, leg)
+            assert np.array_equal(got, np.where(np.isfinite(correction), smoothed - correction, 0.0))
+        else:  # each stretch between cuts on its own
+            bounds = [0, *np.flatnonzero(cut[1:]) + 1, len(correction)]
+            for a, b in zip(bounds, bounds[1:]):
+                alone = model.swing_change(correction[a:b], floor[a:b], touch[a:b], pinned[a:b], fps,
+                                           leg if np.ndim(leg) == 0 else leg[a:b])
+                assert np.array_equal(got[a:b], alone)
+        moved += int(np.abs(got).max() > 1e-6) if len(got) else 0
+    assert moved > 10  # the smoothing changed something: the comparison is not of zeros
+
+
 def test_swing_smoothing_of_a_swing_with_no_contact_at_all():
     """No pinned frame anywhere (a clip without contacts): the jumps are smoothed all the same."""
     correction, floor, touch, _pinned, fps = _swing_case(2)

@@ -250,3 +250,22 @@ def test_a_crowd_of_copies_sharing_one_action_is_read_once_and_each_equals_its_s
     assert not np.allclose(read[0].matrix, read[3].matrix, atol=1e-4)  # the loose copy is its own
     # Check frames and one chunk: once for the three that share, once for the loose copy (not 4 x 2).
     assert len(calls) == 4, len(calls)
+
+
+def test_a_few_bones_read_one_by_one_equal_every_bone_read_at_once(monkeypatch):
+    """`_pose` and `_matrices` read a rig's few bones one by one (`_few`: cheaper than `foreach_get` over
+    every bone) and many bones at once: the same values either way, in the same order."""
+    fkread = harness.module("core.fkread")
+    obj, _terrain, _leg = _walker("flat")
+    bpy.context.scene.frame_set(7)
+    pbs = obj.pose.bones
+    for bones in ([0], [len(pbs) - 1, 2, 5], list(range(len(pbs)))):
+        few = fkread._few(obj, bones)
+        a, m = fkread._pose(obj, bones), fkread._matrices(obj, bones)
+        monkeypatch.setattr(fkread, "_few", lambda _o, _b, few=few: not few)
+        b, n = fkread._pose(obj, bones), fkread._matrices(obj, bones)
+        monkeypatch.undo()
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+        assert np.array_equal(m, n) and m.shape == (len(bones), 4, 4)
+        assert np.allclose(m[0], np.array(pbs[bones[0]].matrix))
+    assert fkread._few(obj, [0]) and not fkread._few(obj, list(range(len(pbs))))
