@@ -348,14 +348,16 @@ def _differs(a: np.ndarray, b: np.ndarray, size: float = 1.0) -> bool:
 
 
 def _disagrees(obj: bpy.types.Object, bones: list[int], frame: int, values: dict[str, np.ndarray],
-               matrices: np.ndarray, worlds: list[tuple[bpy.types.Object, np.ndarray]]) -> Optional[str]:
-    """Blender's evaluated pose now (at `frame`) against what was computed for it, and the world matrices of
-    the objects that move (`worlds`); None when they agree."""
+               matrices: np.ndarray, worlds: list[tuple[bpy.types.Object, np.ndarray]], pose: bool = True) -> Optional[str]:
+    """Blender's evaluated pose now (at `frame`) against what was computed for it (unless `pose` is False),
+    and the world matrices of the objects that move (`worlds`); None when they agree."""
     for o, m in worlds:
         evaluated = np.array(o.matrix_world, dtype=np.float64)
         size = max(1.0, float(np.abs(evaluated[:3, 3]).max()))
         if _differs(evaluated[:3, :3], m[:3, :3]) or _differs(evaluated[:3, 3], m[:3, 3], size):
             return f"{o.name!r}'s keys, on frame {frame}, do not give where Blender puts it"
+    if not pose:
+        return None
     for prop, v in _pose(obj, bones).items():
         if _differs(v, values[prop], max(1.0, float(np.abs(v).max()))):
             return f"its action, on frame {frame}, does not give the pose Blender evaluates ({prop})"
@@ -392,11 +394,28 @@ def _fk(obj: bpy.types.Object, bones: list[int], ch: dict[str, np.ndarray]) -> n
     return out
 
 
+def _check_group(obj: bpy.types.Object, key: Optional[tuple[Any, ...]], frames: np.ndarray) -> Optional[tuple[Any, ...]]:
+    """Rigs with equal groups are evaluated by Blender from the same inputs (`_sharing_key`: one armature,
+    one action's F-curves, the same unkeyed pose; and the same way of playing the action), over the same
+    frames: their poses are checked in full on one of them (None: on its own)."""
+    if key is None:
+        return None
+    ad = obj.animation_data
+    play = None if ad is None else (ad.action_extrapolation, ad.action_blend_type, ad.action_influence, ad.use_nla,
+                                    len(ad.nla_tracks), ad.use_tweak_mode)
+    return key + (play, frames[0], len(frames))
+
+
 def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: bool = True) -> list[Optional[str]]:
     """Fill every row of each reader (frames `reader.first` on) from its rig's action. Per reader: None when
     done, else why not (that reader is then left for the sweep to read, untouched). The check frames are
     set once for all of them (in a crowd, each `frame_set` evaluates every rig); then the scene's frame
-    again, unless `restore` is False (the caller sets a frame next: one evaluation of every rig fewer)."""
+    again, unless `restore` is False (the caller sets a frame next: one evaluation of every rig fewer).
+
+    Copies of one rig (`_check_group`) have their poses compared on every check frame for the first of
+    them and on the first check frame for the others (the objects that move them, on every check frame
+    for each): Blender evaluates each from the same inputs, so what the first passes the others pass,
+    and what it declines they decline too."""
     reasons: list[Optional[str]] = [why_not(r, scene) for r in readers]
     todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)}, sharing key)
     found = {}
@@ -406,10 +425,15 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: boo
             curves = _curves(reader.obj)
             found[n] = (bones, curves, _sharing_key(reader.obj, bones, curves))
     shared = _Shared([key for _b, _c, key in found.values()])
+    first_of: dict[tuple[Any, ...], int] = {}  # check group -> the reader checked in full
+    copy_of: dict[int, int] = {}  # reader -> the one checked in full for it
     for n, (bones, curves, key) in found.items():
         reader = readers[n]
         obj = reader.obj
         frames = reader.first + np.arange(reader.frames, dtype=np.float64)
+        group = _check_group(obj, key if key in shared.shared else None, frames)
+        if group is not None:
+            copy_of[n] = first_of.setdefault(group, n)
         rows = sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})
         values, matrices = shared.get(key, obj, bones, frames[rows], curves)
         worlds = [(o, _world(o, c, frames[rows])) for o, c, _dest, _pos in _movers(reader)]
@@ -420,12 +444,16 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: boo
     try:
         for frame in sorted({f for *_rest, checks, _k in todo for f in checks}):
             scene.frame_set(frame)
-            for n, bones, _c, _f, checks, _k in todo:
+            for n, bones, _c, frames, checks, _k in todo:
                 if reasons[n] is None and frame in checks:
-                    reasons[n] = _disagrees(readers[n].obj, bones, frame, *checks[frame])
+                    pose = copy_of.get(n, n) == n or frame == int(frames[0])
+                    reasons[n] = _disagrees(readers[n].obj, bones, frame, *checks[frame], pose=pose)
     finally:
         if todo and restore:
             scene.frame_set(saved)
+    for n, first in copy_of.items():
+        if reasons[n] is None and reasons[first] is not None:
+            reasons[n] = reasons[first]
     shared.memo.clear()
     for n, bones, curves, frames, _checks, key in todo:
         if reasons[n] is None:

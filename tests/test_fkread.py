@@ -252,6 +252,44 @@ def test_a_crowd_of_copies_sharing_one_action_is_read_once_and_each_equals_its_s
     assert len(calls) == 4, len(calls)
 
 
+def _copies(count):
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    props.settings(obj).live_preview = False
+    copies = [obj]
+    for k in range(count - 1):
+        o = obj.copy()
+        scene.collection.objects.link(o)
+        o.location.x += 2.0 * (k + 1)
+        copies.append(o)
+    bpy.context.view_layer.update()
+    return copies
+
+
+def test_copies_of_a_rig_are_checked_in_full_on_one_of_them_and_declined_with_it(monkeypatch):
+    """A crowd of copies (one armature, one action, the same way of playing it): Blender evaluates each from
+    the same inputs, so the first is compared with Blender on every check frame and the others on one;
+    what the first declines (an action whose evaluated copy is stale, seen only on frames past its keys)
+    every copy declines, though its own check frame agrees."""
+    copies = _copies(4)
+    scene = bpy.context.scene
+    frames, first = 70, 1
+    compared = []
+    matrices = fkread._matrices
+    monkeypatch.setattr(fkread, "_matrices", lambda o, b: compared.append(o.name) or matrices(o, b))
+    read = [reader.RigReader(o, None, frames, first, 24.0) for o in copies]
+    assert fkread.read_rigs(read, scene) == [None] * len(copies)
+    assert compared.count(copies[0].name) == fkread.CHECKS
+    assert all(compared.count(o.name) == 1 for o in copies[1:]), compared
+    _stale(copies[0])  # every copy plays it
+    bpy.context.view_layer.update()
+    compared.clear()
+    read = [reader.RigReader(o, None, frames, first, 24.0) for o in copies]
+    why = fkread.read_rigs(read, scene)
+    assert all(w is not None and "does not give the pose Blender evaluates" in w for w in why), why
+    assert all(compared.count(o.name) == 1 for o in copies[1:]), compared  # declined with the first
+
+
 def test_a_few_bones_read_one_by_one_equal_every_bone_read_at_once(monkeypatch):
     """`_pose` and `_matrices` read a rig's few bones one by one (`_few`: cheaper than `foreach_get` over
     every bone) and many bones at once: the same values either way, in the same order."""
