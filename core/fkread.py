@@ -27,14 +27,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+import bpy
 import numpy as np
 
 from ..solvers.rotations import channel_quat, qmat
 from . import anim
 
 if TYPE_CHECKING:
-    import bpy
-
     from .reader import RigReader
 
 # What the bake reports when it read the animation this way (`bake.BakeReport.read`).
@@ -406,6 +405,16 @@ def _check_group(obj: bpy.types.Object, key: Optional[tuple[Any, ...]], frames: 
     return key + (play, frames[0], len(frames))
 
 
+def _check_rows(count: int, now: Optional[int]) -> list[int]:
+    """The rows (of `count`) checked against Blender: CHECKS spread over them, both ends included, the
+    one inside nearest to row `now` (the scene's current frame, None: not known) moved onto it."""
+    rows = sorted({int(r) for r in np.linspace(0, count - 1, min(count, CHECKS)).round()})
+    if now is not None and 0 < now < count - 1 and len(rows) > 2 and now not in rows:
+        inner = min(range(1, len(rows) - 1), key=lambda k: abs(rows[k] - now))
+        rows[inner] = now
+    return sorted(rows)
+
+
 def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: bool = True) -> list[Optional[str]]:
     """Fill every row of each reader (frames `reader.first` on) from its rig's action. Per reader: None when
     done, else why not (that reader is then left for the sweep to read, untouched). The check frames are
@@ -417,6 +426,9 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: boo
     for each): Blender evaluates each from the same inputs, so what the first passes the others pass,
     and what it declines they decline too."""
     reasons: list[Optional[str]] = [why_not(r, scene) for r in readers]
+    # The scene's frame is a check frame that needs no `frame_set` (Blender evaluated it already; in a crowd
+    # each one evaluates every rig): the context's scene, on a whole frame.
+    now = scene.frame_current if scene == bpy.context.scene and scene.frame_subframe == 0.0 else None
     todo = []  # (index, bones, curves, frames, {check frame: (values, matrices)}, sharing key)
     found = {}
     for n, reader in enumerate(readers):
@@ -434,7 +446,7 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: boo
         group = _check_group(obj, key if key in shared.shared else None, frames)
         if group is not None:
             copy_of[n] = first_of.setdefault(group, n)
-        rows = sorted({int(r) for r in np.linspace(0, len(frames) - 1, min(len(frames), CHECKS)).round()})
+        rows = _check_rows(len(frames), None if now is None else now - reader.first)
         values, matrices = shared.get(key, obj, bones, frames[rows], curves)
         worlds = [(o, _world(o, c, frames[rows])) for o, c, _dest, _pos in _movers(reader)]
         checks = {int(frames[r]): ({p: v[k] for p, v in values.items()}, matrices[k], [(o, w[k]) for o, w in worlds])
@@ -442,8 +454,12 @@ def read_rigs(readers: Sequence[RigReader], scene: bpy.types.Scene, restore: boo
         todo.append((n, bones, curves, frames, checks, key))
     saved = scene.frame_current
     try:
-        for frame in sorted({f for *_rest, checks, _k in todo for f in checks}):
-            scene.frame_set(frame)
+        wanted = sorted({f for *_rest, checks, _k in todo for f in checks})
+        for frame in sorted(wanted, key=lambda f: f != now):  # the current frame first: no frame to set
+            if frame == now:
+                bpy.context.evaluated_depsgraph_get()  # (what is still to be evaluated there)
+            else:
+                scene.frame_set(frame)
             for n, bones, _c, frames, checks, _k in todo:
                 if reasons[n] is None and frame in checks:
                     pose = copy_of.get(n, n) == n or frame == int(frames[0])

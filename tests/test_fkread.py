@@ -290,6 +290,23 @@ def test_copies_of_a_rig_are_checked_in_full_on_one_of_them_and_declined_with_it
     assert all(compared.count(o.name) == 1 for o in copies[1:]), compared  # declined with the first
 
 
+def test_the_scenes_own_frame_is_a_check_frame_compared_as_blender_evaluated_it():
+    """The check frames are spread over the range, both ends included, the inner one nearest to the scene's
+    frame moved onto it: that frame is compared as Blender already evaluated it, with no `frame_set` (which
+    would evaluate every rig of a crowd once more). A pose there that is not the action's (a bone turned by
+    hand, not keyed, not evaluated) is seen, and the action is not read."""
+    assert fkread._check_rows(100, 35) == [0, 20, 35, 59, 79, 99]
+    assert fkread._check_rows(100, 0) == fkread._check_rows(100, None) == [0, 20, 40, 59, 79, 99]
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    props.settings(obj).live_preview = False
+    scene.frame_set(30)
+    assert fkread.read_rigs([reader.RigReader(obj, None, 70, 1, 24.0)], scene) == [None]
+    obj.pose.bones["thigh.L"].rotation_quaternion.x += 0.3  # keyed; by hand, as a user poses before keying
+    why = fkread.read_rigs([reader.RigReader(obj, None, 70, 1, 24.0)], scene)[0]
+    assert why is not None and "on frame 30" in why, why
+
+
 def test_a_few_bones_read_one_by_one_equal_every_bone_read_at_once(monkeypatch):
     """`_pose` and `_matrices` read a rig's few bones one by one (`_few`: cheaper than `foreach_get` over
     every bone) and many bones at once: the same values either way, in the same order."""
