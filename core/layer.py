@@ -38,11 +38,12 @@ _LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINE
 
 def continuous(prop: str, block: np.ndarray) -> None:
     """No quaternion sign flips and no Euler wrap jumps from one frame to the next (rows are frames), so
-    keys interpolate the short way between frames; in place. The bake's keys and the preview track's."""
+    keys interpolate the short way between frames; in place. The bake's keys and the preview track's.
+    `block` (frames, size), or (frames, ..., size): each channel along the frames."""
     if prop == "rotation_quaternion" and len(block) > 1:
-        dots = np.einsum("ij,ij->i", block[1:], block[:-1])
-        signs = np.concatenate(([1.0], np.cumprod(np.where(dots < 0.0, -1.0, 1.0))))
-        block *= signs[:, None].astype(block.dtype)
+        dots = np.einsum("...j,...j->...", block[1:], block[:-1])
+        signs = np.concatenate((np.ones((1,) + dots.shape[1:]), np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)))
+        block *= signs[..., None].astype(block.dtype)
     elif prop == "rotation_euler":
         block[:] = np.unwrap(block, axis=0)
 
@@ -108,14 +109,22 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
     co[:, 0] = np.arange(start, start + frames_n, dtype=np.float32)
     linear = np.full(frames_n, _LINEAR, dtype=np.int32)
     muted, held = [], []
+    made: dict[str, Any] = {}  # the new action's groups
     bones = obj.pose.bones
+    by_prop: dict[str, list[tuple[str, np.ndarray]]] = {}
     for (bone, prop), block in values.items():
-        block = np.array(block, dtype=np.float32)
-        continuous(prop, block)
+        by_prop.setdefault(prop, []).append((bone, block))
+    # Each property's channels made continuous at once: (frames, bones, size).
+    blocks = []
+    for prop, items in by_prop.items():
+        stack = np.stack([b for _bone, b in items], axis=1).astype(np.float32)
+        continuous(prop, stack)
+        blocks += [(bone, prop, stack[:, k]) for k, (bone, _b) in enumerate(items)]
+    for bone, prop, block in blocks:
         path = Channel(bone, prop, block.shape[1]).data_path
         current = tuple(getattr(bones[bone], prop))
         for j in range(block.shape[1]):
-            fc = anim.ensure_fcurve(owner, path, j, bone)
+            fc = anim.ensure_fcurve(owner, path, j, bone, made)
             co[:, 1] = block[:, j]
             kp = fc.keyframe_points
             kp.add(frames_n)
