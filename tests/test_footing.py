@@ -43,6 +43,57 @@ def _tread_height(y: float) -> float:
 UP = Vector((0.0, 0.0, 1.0))
 
 
+def _meshes(rng):
+    """Terrains to cast on: a bumpy grid in both windings and seen from a tilted up axis, a triangle soup with
+    slivers, the staircase (treads and vertical risers)."""
+    xs = np.linspace(-2.0, 2.0, 21)
+    gx, gy = np.meshgrid(xs, xs, indexing="ij")
+    verts = np.stack((gx.ravel(), gy.ravel(), (0.1 * np.sin(3 * gx) * np.cos(2 * gy)).ravel()), -1)
+    idx = np.arange(21 * 21).reshape(21, 21)
+    quads = np.stack((idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]), -1).reshape(-1, 4)
+    tris = np.concatenate((quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]))
+    tilted = rng.normal(size=3)
+    yield verts, tris, np.array([0.0, 0.0, 1.0])
+    yield verts, tris[:, ::-1], np.array([0.0, 0.0, 1.0])
+    yield verts, tris, tilted / np.linalg.norm(tilted)
+    soup = rng.uniform(-1.0, 1.0, (600, 3)) * (1.0, 1.0, 0.3)
+    soup[2::9] = soup[0::9] + 0.5 * (soup[1::9] - soup[0::9]) + 1e-4 * rng.normal(size=(len(soup[2::9]), 3))  # slivers
+    yield soup, np.arange(600).reshape(-1, 3), np.array([0.0, 0.0, 1.0])
+    stairs = _stairs()
+    yield stairs.verts, stairs.tris, np.array([0.0, 0.0, 1.0])
+
+
+def test_down_rays_look_only_at_the_cells_a_triangle_touches_and_hit_what_they_hit_before(monkeypatch):
+    """`DownRays` bins each triangle into the grid cells its projection touches, not every cell of its bounding
+    box: fewer candidates per ray, and the very same hits (height, normal, and which of several) as the
+    bounding-box binning, for rays through vertices, along edges, inside triangles and anywhere, at every
+    cell size."""
+    rng = np.random.default_rng(3)
+    for verts, tris, up in _meshes(rng):
+        tv = verts[tris]
+        w = rng.random((len(tris), 3))
+        w /= w.sum(1, keepdims=True)
+        lam = rng.random((len(tris), 1))
+        queries = np.concatenate((verts, tv[:, 0] + lam * (tv[:, 1] - tv[:, 0]), tv[:, 1] + lam * (tv[:, 2] - tv[:, 1]),
+                                  (tv * w[..., None]).sum(1), rng.uniform(verts.min(0) - 0.1, verts.max(0) + 0.1, (2000, 3))))
+        reach = np.full(len(queries), 10.0)
+        for cell_factor in (0.1, 0.34, 1.0):
+            pruned = heightfield.DownRays(verts, tris, up, cell_factor)
+            with monkeypatch.context() as m:
+                m.setattr(heightfield.DownRays, "_touches", lambda self, tri_id, *_a: np.ones(len(tri_id), dtype=bool))
+                boxes = heightfield.DownRays(verts, tris, up, cell_factor)
+            assert len(pruned.items) <= len(boxes.items)
+            a, b = pruned.cast(queries, reach), boxes.cast(queries, reach)
+            assert a.hit.any() and np.array_equal(a.hit, b.hit)
+            assert np.array_equal(a.height[a.hit], b.height[b.hit]) and np.array_equal(a.normal[a.hit], b.normal[b.hit])
+    grid = next(_meshes(np.random.default_rng(0)))
+    pruned = heightfield.DownRays(*grid)
+    with monkeypatch.context() as m:
+        m.setattr(heightfield.DownRays, "_touches", lambda self, tri_id, *_a: np.ones(len(tri_id), dtype=bool))
+        boxes = heightfield.DownRays(*grid)
+    assert len(pruned.items) < 0.75 * len(boxes.items), (len(pruned.items), len(boxes.items))
+
+
 def test_clearance_field_is_never_below_the_terrain_and_rises_before_an_edge():
     terrain = _stairs()
     field = terrain.clearance(UP, LEG)
