@@ -489,6 +489,46 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     return _track(first + np.arange(count, dtype=np.float64), fps, *values)
 
 
+# `_around`'s last results (a crowd of copies: the same contacts' timing, foot after foot), by its arguments.
+_AROUND: dict[bytes, tuple[np.ndarray, ...]] = {}
+_AROUND_KEPT = 8
+
+
+def _around(f: np.ndarray, start: np.ndarray, last: np.ndarray, fade: float) -> tuple[np.ndarray, ...]:
+    """Per frame of `f`, with contacts starting on `start` and ending on `last`: the first contact (in list
+    order) it lies in, the one that ended last before it and the one that starts first after it (the first
+    listed among equals), -1 for none; those two as indices (`p`, `n`); whether it lies between two (`both`),
+    after the last only (`only_prev`) or before the first only (`only_next`); its place across the swing
+    between them (`t`), and the fades over `fade` frames after a lift-off and before a landing (`k_after`,
+    `k_before`). Read-only arrays: the last few results are kept and given again for the same arguments."""
+    key = b"".join((repr((fade, f.dtype.str, f.shape, start.dtype.str, start.shape, last.dtype.str)).encode(),
+                    f.tobytes(), start.tobytes(), last.tobytes()))
+    got = _AROUND.get(key)
+    if got is not None:
+        return got
+    within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
+    inside = np.where(within.any(1), within.argmax(1), -1)
+    prev = np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1)
+    nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
+    p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
+    both = (prev >= 0) & (nxt >= 0)
+    t = np.clip((f - last[p]) / np.maximum(1.0, start[n] - last[p]), 0.0, 1.0)
+    k_after = smoothstep(1.0 - (f - last[p]) / fade)
+    k_before = smoothstep(1.0 - (start[n] - f) / fade)
+    only_prev = (prev >= 0) & (nxt < 0)
+    only_next = (prev < 0) & (nxt >= 0)
+    got = (inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next)
+    for a in got:
+        a.setflags(write=False)
+    try:
+        while len(_AROUND) >= _AROUND_KEPT:
+            _AROUND.pop(next(iter(_AROUND)), None)
+    except (RuntimeError, StopIteration):  # another thread's change meanwhile: nothing to drop
+        pass
+    _AROUND[key] = got
+    return got
+
+
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
            lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
            cut: np.ndarray, jump: np.ndarray, pivot: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
@@ -517,23 +557,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     fade = max(1.0, FADE * fps)
 
     def around(last: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Per frame, with contacts ending on `last`: the first contact (in list order) it lies in, the one that
-        ended last before it and the one that starts first after it (the first listed among equals), -1 for
-        none; those two as indices (`p`, `n`); whether it lies between two (`both`), after the last only
-        (`only_prev`) or before the first only (`only_next`); its place across the swing between them (`t`),
-        and the fades after a lift-off and before a landing (`k_after`, `k_before`)."""
-        within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
-        inside = np.where(within.any(1), within.argmax(1), -1)
-        prev = np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1)
-        nxt = np.where(starts.any(1), np.where(starts, start, np.inf).argmin(1), -1)
-        p, n = np.maximum(prev, 0), np.maximum(nxt, 0)
-        both = (prev >= 0) & (nxt >= 0)
-        t = np.clip((f - last[p]) / np.maximum(1.0, start[n] - last[p]), 0.0, 1.0)
-        k_after = smoothstep(1.0 - (f - last[p]) / fade)
-        k_before = smoothstep(1.0 - (start[n] - f) / fade)
-        only_prev = (prev >= 0) & (nxt < 0)
-        only_next = (prev < 0) & (nxt >= 0)
-        return inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next
+        return _around(f, start, last, fade)
 
     # Along the ground: the hold and the correction between holds.
     held, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(hold)

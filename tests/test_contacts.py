@@ -189,6 +189,39 @@ def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
     assert np.allclose(plain.to_point[before], lock[1]) and np.allclose(plain.from_point[after], lock[0])
 
 
+def test_feet_with_the_same_timing_share_its_arithmetic_and_each_gets_what_it_gets_alone():
+    """A crowd of copies: feet whose contacts have the same timing (their places differ) share what depends on
+    the timing alone (`contacts._around`, kept for the last few arguments, read-only). Each foot's track is
+    exactly what it gets with nothing kept, and a foot with other timing gets its own."""
+    rng = np.random.default_rng(2)
+    f = np.arange(-5.0, 60.0)
+    start, end = np.array([0.0, 22.0, 41.0]), np.array([12.0, 33.0, 52.0])
+    zeros = np.zeros(3)
+
+    def track(lock, start=start, end=end):
+        return contacts._track(f, 30.0, start, end, zeros, zeros, lock, lock + 0.01, lock - 0.02, np.array([0.0, 55.0]),
+                               np.zeros((2, 3)), zeros, np.zeros((3, 3)))
+
+    locks = [rng.normal(size=(3, 3)) for _ in range(4)]
+    contacts._AROUND.clear()
+    alone = []
+    for lock in locks:
+        contacts._AROUND.clear()
+        alone.append(track(lock))
+    contacts._AROUND.clear()
+    together = [track(lock) for lock in locks]
+    for a, b in zip(alone, together):
+        for name in a.__dataclass_fields__:
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    # The timing's arithmetic done once for the four feet (no roll: the hold ends with the contact).
+    assert len(contacts._AROUND) == 1
+    track(locks[0], start=start + 1.0)  # other timing: its own
+    assert len(contacts._AROUND) == 2
+    kept = next(iter(contacts._AROUND.values()))
+    with pytest.raises(ValueError):
+        kept[0][0] = 7  # read-only: no caller can change what the next foot is given
+
+
 def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_ankle_lifts_off():
     """A contact held on its ball through toe-off (Ball Down at 6, End at 10, Ball Up at 14): along the ground
     the ball stays held until Ball Up, but up the up axis the contact ends with the ankle's, at End: the sole is
