@@ -15,8 +15,9 @@ the same way: their world matrices from their transform F-curves.
 or pole moved by more than its own keys (a parent, constraint, NLA, driver or delta transform), a target
 bone, constraints or non-default inheritance on a bone the solve reads or any of its parents, animated
 limb weights, time remapping. `read_rigs` then checks itself against Blender: it sets
-a few frames spread over the range (`CHECKS`) and compares the pose Blender evaluated there with its own,
-channels and matrices, and declines on any difference. Whatever the list misses (an action whose
+a few frames spread over the range (`CHECKS`; one of them the scene's own frame, which Blender has
+evaluated already) and compares the pose Blender evaluated there with its own, channels and matrices, and
+declines on any difference (copies of one rig: in full on one of them, `read_rigs`). Whatever the list misses (an action whose
 evaluated copy is stale, say: F-curve modifiers added from Python without `update_tag`) then falls back
 to the sweep instead of baking something Blender would not play.
 """
