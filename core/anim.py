@@ -71,25 +71,26 @@ def assign(obj: Object, action: Action, slot_identifier: Optional[str] = None) -
     ad.action_slot = slot
 
 
-def ensure_fcurve(owner: Any, data_path: str, index: int, group: str, groups: Optional[dict[str, Any]] = None) -> Any:
-    """The F-curve for (data_path, index) of `owner` (from `channels`), created in group `group` if missing.
-    `groups`: for an `owner` just made, whose F-curves are all made here: no curve is looked for, and its
-    groups are remembered there by name (a rig's preview track: thousands of curves in a crowd)."""
-    if groups is None:
-        fc = owner.fcurves.find(data_path, index=index)
-        if fc is not None:
-            return fc
+def new_fcurve(owner: Any, data_path: str, index: int, group: str, groups: Optional[dict[str, Any]] = None) -> Any:
+    """A new F-curve for (data_path, index) of `owner` (from `channels`), in group `group`: looked up in
+    `groups` (name -> group, for an owner whose curves are all made here: a rig's preview track, thousands of
+    curves in a crowd) where given, else in the owner; made if missing."""
     if isinstance(owner, bpy.types.Action):
         return owner.fcurves.new(data_path, index=index, action_group=group)
     fc = owner.fcurves.new(data_path, index=index)
-    if groups is None:
-        fc.group = owner.groups.get(group) or owner.groups.new(group)
-    else:
-        got = groups.get(group)
-        if got is None:
-            got = groups[group] = owner.groups.new(group)
-        fc.group = got
+    got = groups.get(group) if groups is not None else owner.groups.get(group)
+    if got is None:
+        got = owner.groups.new(group)
+        if groups is not None:
+            groups[group] = got
+    fc.group = got
     return fc
+
+
+def ensure_fcurve(owner: Any, data_path: str, index: int, group: str) -> Any:
+    """The F-curve for (data_path, index) of `owner` (from `channels`), created in group `group` if missing."""
+    fc = owner.fcurves.find(data_path, index=index)
+    return fc if fc is not None else new_fcurve(owner, data_path, index, group)
 
 
 def channel_snapshot(action: Action, slot: Any = None) -> list[tuple[str, int, tuple[float, ...]]]:

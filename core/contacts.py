@@ -21,6 +21,7 @@ down on the terrain; between contacts the correction blends across the swing (`l
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -489,23 +490,20 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     return _track(first + np.arange(count, dtype=np.float64), fps, *values)
 
 
-# `_around`'s last results (a crowd of copies: the same contacts' timing, foot after foot), by its arguments.
-_AROUND: dict[bytes, tuple[np.ndarray, ...]] = {}
-_AROUND_KEPT = 8
-
-
 def _around(f: np.ndarray, start: np.ndarray, last: np.ndarray, fade: float) -> tuple[np.ndarray, ...]:
     """Per frame of `f`, with contacts starting on `start` and ending on `last`: the first contact (in list
     order) it lies in, the one that ended last before it and the one that starts first after it (the first
     listed among equals), -1 for none; those two as indices (`p`, `n`); whether it lies between two (`both`),
     after the last only (`only_prev`) or before the first only (`only_next`); its place across the swing
     between them (`t`), and the fades over `fade` frames after a lift-off and before a landing (`k_after`,
-    `k_before`). Read-only arrays: the last few results are kept and given again for the same arguments."""
-    key = b"".join((repr((fade, f.dtype.str, f.shape, start.dtype.str, start.shape, last.dtype.str)).encode(),
-                    f.tobytes(), start.tobytes(), last.tobytes()))
-    got = _AROUND.get(key)
-    if got is not None:
-        return got
+    `k_before`). Read-only arrays, kept for the last few arguments (`_around_kept`): a crowd of copies has
+    the same contacts' timing foot after foot."""
+    return _around_kept(float(fade), *(np.asarray(a, dtype=np.float64).tobytes() for a in (f, start, last)))
+
+
+@functools.lru_cache(maxsize=8)
+def _around_kept(fade: float, f_bytes: bytes, start_bytes: bytes, last_bytes: bytes) -> tuple[np.ndarray, ...]:
+    f, start, last = (np.frombuffer(b) for b in (f_bytes, start_bytes, last_bytes))
     within, ended, starts = (start <= f[:, None]) & (f[:, None] <= last), last < f[:, None], start > f[:, None]
     inside = np.where(within.any(1), within.argmax(1), -1)
     prev = np.where(ended.any(1), np.where(ended, last, -np.inf).argmax(1), -1)
@@ -520,12 +518,6 @@ def _around(f: np.ndarray, start: np.ndarray, last: np.ndarray, fade: float) -> 
     got = (inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next)
     for a in got:
         a.setflags(write=False)
-    try:
-        while len(_AROUND) >= _AROUND_KEPT:
-            _AROUND.pop(next(iter(_AROUND)), None)
-    except (RuntimeError, StopIteration):  # another thread's change meanwhile: nothing to drop
-        pass
-    _AROUND[key] = got
     return got
 
 

@@ -124,7 +124,7 @@ def attach(obj: bpy.types.Object, start: int, values: dict[tuple[str, str], np.n
         path = Channel(bone, prop, block.shape[1]).data_path
         current = tuple(getattr(bones[bone], prop))
         for j in range(block.shape[1]):
-            fc = anim.ensure_fcurve(owner, path, j, bone, made)
+            fc = anim.new_fcurve(owner, path, j, bone, made)
             co[:, 1] = block[:, j]
             kp = fc.keyframe_points
             kp.add(frames_n)

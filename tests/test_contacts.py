@@ -191,8 +191,8 @@ def test_a_swing_across_a_cut_is_planned_as_if_the_body_had_not_jumped():
 
 def test_feet_with_the_same_timing_share_its_arithmetic_and_each_gets_what_it_gets_alone():
     """A crowd of copies: feet whose contacts have the same timing (their places differ) share what depends on
-    the timing alone (`contacts._around`, kept for the last few arguments, read-only). Each foot's track is
-    exactly what it gets with nothing kept, and a foot with other timing gets its own."""
+    the timing alone (`contacts._around`, kept for the last few arguments by `_around_kept`, read-only).
+    Each foot's track is exactly what it gets with nothing kept, and a foot with other timing gets its own."""
     rng = np.random.default_rng(2)
     f = np.arange(-5.0, 60.0)
     start, end = np.array([0.0, 22.0, 41.0]), np.array([12.0, 33.0, 52.0])
@@ -203,21 +203,20 @@ def test_feet_with_the_same_timing_share_its_arithmetic_and_each_gets_what_it_ge
                                np.zeros((2, 3)), zeros, np.zeros((3, 3)))
 
     locks = [rng.normal(size=(3, 3)) for _ in range(4)]
-    contacts._AROUND.clear()
     alone = []
     for lock in locks:
-        contacts._AROUND.clear()
+        contacts._around_kept.cache_clear()
         alone.append(track(lock))
-    contacts._AROUND.clear()
+    contacts._around_kept.cache_clear()
     together = [track(lock) for lock in locks]
     for a, b in zip(alone, together):
         for name in a.__dataclass_fields__:
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
     # The timing's arithmetic done once for the four feet (no roll: the hold ends with the contact).
-    assert len(contacts._AROUND) == 1
+    assert contacts._around_kept.cache_info().currsize == 1 and contacts._around_kept.cache_info().misses == 1
     track(locks[0], start=start + 1.0)  # other timing: its own
-    assert len(contacts._AROUND) == 2
-    kept = next(iter(contacts._AROUND.values()))
+    assert contacts._around_kept.cache_info().currsize == 2
+    kept = contacts._around(f, start, end, 1.0)
     with pytest.raises(ValueError):
         kept[0][0] = 7  # read-only: no caller can change what the next foot is given
 
