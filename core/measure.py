@@ -323,6 +323,13 @@ class FootQuality:
     hip_velocity_max: float
     hip_velocity_source: float
     identity_max_rel: float  # largest move of a sole point from the source's (outside source penetration)
+    # Where the worst hover and skate are, against what the model held there (`held_frames`), to say what kind
+    # of failure a miss is; not used by any figure above. The frame (index into the measured frames) of the
+    # worst hover, -1 for none; what the model held on it ("", "outside", "contact", "ball"); the share of the
+    # worst-skating source contact's frames the model held the foot on (nan: not known).
+    hover_frame: int = -1
+    hover_held: str = ""
+    skate_held_share: float = math.nan
 
     @property
     def penetration_rel(self) -> float:
@@ -342,9 +349,34 @@ class FootQuality:
         return d
 
 
+HELD_KINDS = ("outside", "contact", "ball")  # `held_frames`: 0, 1, 2
+
+
+def held_frames(obj: bpy.types.Object, frames: Sequence[int]) -> dict[str, np.ndarray]:
+    """Per foot limb (by name), what the model holds on each of `frames`: 0 nothing (a swing, or a source
+    contact it found none for), 1 a contact (its ankle held), 2 a ball hold after or within one (toe-off, a
+    turn on the ball). Read from the rig's contacts only to say where a miss lies, never for a figure."""
+    from .rig import settings
+
+    first, n = frames[0] if len(frames) else 0, len(frames)
+    out = {}
+    for lb in settings(obj).limbs:
+        if lb.kind != "FOOT":
+            continue
+        state = np.zeros(n, dtype=np.int8)
+        for c in lb.contacts:
+            state[max(0, c.start - first):max(0, c.end - first + 1)] = 1
+        for c in lb.contacts:
+            if c.rolls:
+                state[max(0, c.pivot - first):max(0, c.roll - first + 1)] = 2
+        out[lb.name] = state
+    return out
+
+
 def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str, float], ground: Any,
-            fps: float) -> list[FootQuality]:
-    """The independent figures of `ours` on `ground`, against the source's own on its floor."""
+            fps: float, held: Optional[dict[str, np.ndarray]] = None) -> list[FootQuality]:
+    """The independent figures of `ours` on `ground`, against the source's own on its floor; with `held`
+    (`held_frames`), where the worst hover and skate lie against what the model held."""
     floor = Plane(source_floor(source))
     out = []
     # Steps where the source itself cuts (every foot jumps at once: an NLA repeat's or a loop's seam snapping
@@ -374,11 +406,20 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             heights = np.concatenate([heights, mesh_heights], axis=1)
             src_heights = np.minimum(src_heights, src.mesh[..., 2].min(axis=1) - floor.z)
         hover, src_hover, skate, src_skate = 0.0, 0.0, 0.0, 0.0
+        state = held.get(name) if held is not None else None
+        hover_frame, hover_held, skate_share = -1, "", math.nan
         for a, b in contacts:
             low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain
-            hover = max(hover, _nanmax(np.where(np.isfinite(low), low, np.nan)))
+            low = np.where(np.isfinite(low), low, np.nan)
+            h = _nanmax(low)
+            if h > hover:
+                hover, hover_frame = h, a + int(np.nanargmax(low))
+                hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None and hover_frame < len(state) else ""
             src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
-            skate = max(skate, float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max()))
+            drift = float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max())
+            if drift > skate:
+                skate = drift
+                skate_share = float((state[a:b + 1] > 0).mean()) if state is not None and b < len(state) else math.nan
             src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
         # The identity is judged outside frames where the source goes below its floor or skates: in a
         # source contact, once its ball has drifted IDENTITY_TOLERANCE from where the contact began.
@@ -394,7 +435,7 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         shv, _ = angular_peaks(src.hip, fps, cut)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
-                               ska, hv, shv, identity / leg))
+                               ska, hv, shv, identity / leg, hover_frame, hover_held, skate_share))
     return out
 
 
@@ -411,7 +452,8 @@ def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], 
     with playing_source(obj, scene):
         source = sample(obj, feet, frames, scene)
     scene.frame_set(scene.frame_current)
-    return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps_of(scene))
+    return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps_of(scene),
+                   held_frames(obj, frames))
 
 
 

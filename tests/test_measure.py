@@ -3,6 +3,8 @@ and on a baked walk, beside the model's own view."""
 
 from __future__ import annotations
 
+import sys
+
 import bpy
 import harness
 import numpy as np
@@ -98,6 +100,35 @@ def test_hover_is_shown_beside_the_sources_own():
     heel_down["L"].heel[:30, 2] += 0.02  # the heel up too: the foot hovers
     (q,) = measure.compare(heel_down, heel_down, {"L": LEG}, measure.Plane(0.0), FPS)
     assert q.hover_max_rel == pytest.approx(0.02, abs=1e-9)
+
+
+def test_a_miss_is_placed_against_what_the_model_held_and_the_figures_do_not_depend_on_it():
+    """Issue 20 (deliver 1): where the worst hover lies (the frame, and whether the model held the foot there:
+    nothing, a contact or a ball hold) and how much of the worst-skating source contact the model held, read
+    from the model's per-frame holds (`held_frames`); every figure is the same with or without them. The
+    quality table says so per miss (`tools/quality.py` `miss_kinds`)."""
+    source = {"L": _walk_samples()}
+    ours = {"L": _walk_samples(drift=0.03)}
+    for s in (ours["L"].heel, ours["L"].ball, ours["L"].tip):
+        s[20, 2] += 0.04  # the foot 4% of the leg up on frame 20 of the source's contact (frames 0-29)
+    bare = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS)[0]
+    state = np.zeros(60, dtype=np.int8)
+    state[0:15] = 1  # the model's contact over frames 0-14, its ball held over 15-17, then nothing
+    state[15:18] = 2
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
+    assert {k: v for k, v in q.as_dict().items() if k not in ("hover_frame", "hover_held", "skate_held_share")} == \
+        {k: v for k, v in bare.as_dict().items() if k not in ("hover_frame", "hover_held", "skate_held_share")}
+    assert bare.hover_frame == q.hover_frame == 20 and bare.hover_held == "" and q.hover_held == "outside"
+    assert q.skate_held_share == pytest.approx(18 / 30)
+    state[18:30] = 2
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
+    assert q.hover_held == "ball" and q.skate_held_share == 1.0
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import quality  # noqa: PLC0415
+
+    row = {"terrain": "stairs", "feet": [{"limb": "L", "independent": q.as_dict()}]}
+    text = quality.miss_kinds(row)
+    assert text.startswith("L: hover 4.0%") and "ball hold" in text and "skate 3.0%" in text and "100% of" in text
 
 
 def test_pops_are_not_counted_across_a_cut_in_the_source():

@@ -241,6 +241,63 @@ def verdict_independent(row: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", "contact": "in a contact of the model",
+             "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
+
+
+def miss_kinds(row: dict[str, Any]) -> str:
+    """What kind of failure each independent miss of a run is, foot by foot: for hover, how high the worst
+    frame is beside the source's own worst and what the model held the foot on there (`measure.held_frames`);
+    for skate, beside the source's and how much of that source contact the model held; the rest by figure."""
+    t = INDEPENDENT_TARGETS
+    parts = []
+    for f in row["feet"]:
+        q = f.get("independent")
+        if not q:
+            continue
+        why = []
+        if q["penetration_rel"] > t["penetration"]:
+            why.append(f"under the terrain {q['penetration_rel']:.2%}")
+        if q["source_contacts"] == 0:
+            why.append("the source detector found no contact (hover and skate not measured)")
+        else:
+            if q["hover_max_rel"] > t["hover"]:
+                where = HELD_TEXT.get(q.get("hover_held", ""), "")
+                why.append(f"hover {q['hover_max_rel']:.1%} (the source's worst {q['source_hover_max_rel']:.1%})"
+                           + (f", {where}" if where else ""))
+            if q["skate_max_rel"] > t["skate"]:
+                share = q.get("skate_held_share", math.nan)
+                held = f", {share:.0%} of that source contact held by the model" if math.isfinite(share) else ""
+                why.append(f"skate {q['skate_max_rel']:.1%} (the source's {q['source_skate_max_rel']:.1%}){held}")
+        if max(q["knee_ratio"], q["hip_ratio"]) > t["pops"]:
+            why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed")
+        if row["terrain"] == "flat" and q["identity_max_rel"] > t["identity"]:
+            why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor")
+        if why:
+            parts.append(f"{f['limb']}: " + "; ".join(why))
+    return " / ".join(parts) or "-"
+
+
+def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: the feet that miss hover and skate (independent), per declared half, by what the model held
+    the foot on where the miss is worst (`miss_kinds`)."""
+    t = INDEPENDENT_TARGETS
+    out = ["| half | feet missing hover | worst frame: model held nothing | in a ball hold | in a contact | "
+           "feet missing skate | worst contact: not held by the model | partly | wholly |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for half in ("tuning", "check"):
+        feet = [f["independent"] for r in rows if corpus.half(r["clip"]) == half for f in r["feet"]
+                if f.get("independent") and f["independent"]["source_contacts"] > 0]
+        hover = [q for q in feet if q["hover_max_rel"] > t["hover"]]
+        skate = [q for q in feet if q["skate_max_rel"] > t["skate"]]
+        shares = [q.get("skate_held_share", math.nan) for q in skate]
+        out.append(f"| {half} | {len(hover)} | " + " | ".join(str(sum(q.get('hover_held') == k for q in hover))
+                                                             for k in ("outside", "ball", "contact"))
+                   + f" | {len(skate)} | {sum(x == 0.0 for x in shares)} | {sum(0.0 < x < 1.0 for x in shares)} | "
+                   f"{sum(x == 1.0 for x in shares)} |")
+    return out
+
+
 def _halves_table(rows: list[dict[str, Any]], judge: Any, keys: Any) -> list[str]:
     halves = {h: [r for r in rows if corpus.half(r["clip"]) == h] for h in ("tuning", "check", "undeclared")}
     halves = {h: rs for h, rs in halves.items() if rs}
@@ -363,6 +420,11 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     out += _halves_table(rows, verdict, TARGETS)
     out += ["", "Independent measure:", ""]
     out += _halves_table(rows, verdict_independent, INDEPENDENT_TARGETS)
+    out += ["", "Where the independent hover and skate misses lie (feet, per half), against what the model held the "
+            "foot on there: a hover miss where the model held nothing is a source contact it found no contact for "
+            "(too brief, or the ankle never came to rest); a skate miss over a contact the model held wholly is a "
+            "foot turning about the ankle it locked, its ball sweeping:", ""]
+    out += kinds_table(rows)
     pinned = {p.name for p in harness.MOCAP.glob("*.bvh")}
     misses = []
     for r in rows:
@@ -377,9 +439,13 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         out += [f"{len(misses)} of {len(rows)} runs miss at least one target. Clips marked * are pinned in `tests/data` "
                 "and gated by the test suite (on the model's own pops, penetration, hover and skate); the others are "
                 "measured here, not gated in CI.", "",
-                "| clip | half | terrain | missed (model's own) | missed (independent) |", "|---|---|---|---|---|"]
+                "The last column says what kind of failure each independent miss is, foot by foot: hover and skate "
+                "beside the source's own over the same contacts, and what the model held the foot on there (read "
+                "from its contacts to place the miss, never to compute a figure).", "",
+                "| clip | half | terrain | missed (model's own) | missed (independent) | kind (independent) |",
+                "|---|---|---|---|---|---|"]
         out += [f"| {r['clip']}{' *' if r['clip'] in pinned else ''} | {corpus.half(r['clip'])} | {r['terrain']} | "
-                f"{', '.join(own) or '-'} | {', '.join(ind) or '-'} |" for r, own, ind in misses]
+                f"{', '.join(own) or '-'} | {', '.join(ind) or '-'} | {miss_kinds(r)} |" for r, own, ind in misses]
     return "\n".join(out) + "\n"
 
 
