@@ -65,6 +65,10 @@ def test_quality_table_is_generated_from_rows():
     assert text.startswith("# Motion quality on real motion capture")
     assert CLIPS[0] in text and "Do not edit" in text
     assert "| penetration | 1 of 1 |" in text
+    # The identity is judged on flat ground only: a stairs run neither meets nor misses it.
+    stairs = dict(rows[0], terrain="stairs")
+    met = quality.verdict_independent(rows[0])["identity"]
+    assert f"| identity (flat runs) | {int(met)} of 1 |" in quality.markdown(rows + [stairs], 1.0)
 
 
 def test_a_foot_without_source_contacts_is_not_counted_as_meeting_hover_and_skate():

@@ -304,6 +304,12 @@ def _halves_table(rows: list[dict[str, Any]], judge: Any, keys: Any) -> list[str
     out = ["| target | " + " | ".join(f"{h} half ({len(rs)} runs)" for h, rs in halves.items()) + " |",
            "|---|" + "---|" * len(halves)]
     for k in keys:
+        # The identity is judged on flat ground only: counted over the flat runs, not passed by the others.
+        if k == "identity":
+            out.append("| identity (flat runs) | " + " | ".join(
+                f"{sum(judge(r)[k] for r in rs if r['terrain'] == 'flat')} of {sum(r['terrain'] == 'flat' for r in rs)}"
+                for rs in halves.values()) + " |")
+            continue
         out.append(f"| {k} | " + " | ".join(f"{sum(judge(r)[k] for r in rs)} of {len(rs)}" for rs in halves.values()) + " |")
     out.append("| **every target** | " + " | ".join(f"**{sum(all(judge(r).values()) for r in rs)} of {len(rs)}**"
                                                   for rs in halves.values()) + " |")
