@@ -352,24 +352,21 @@ class FootQuality:
 HELD_KINDS = ("outside", "contact", "ball")  # `held_frames`: 0, 1, 2
 
 
-def held_frames(obj: bpy.types.Object, frames: Sequence[int]) -> dict[str, np.ndarray]:
-    """Per foot limb (by name), what the model holds on each of `frames`: 0 nothing (a swing, or a source
-    contact it found none for), 1 a contact (its ankle held), 2 a ball hold after or within one (toe-off, a
-    turn on the ball). Read from the rig's contacts only to say where a miss lies, never for a figure."""
+def held_frames(obj: bpy.types.Object, frames: Sequence[int], fps: float) -> dict[str, np.ndarray]:
+    """Per foot limb (by name), what the model holds on each of `frames`, from its own lock track
+    (`contacts.locks_over`, as the plan reads it): 0 nothing (a swing, a source contact it found none for, or
+    locking off), 1 a contact (its ankle held), 2 its ball held (toe-off, a turn on the ball). Read only to
+    say where a miss lies, never for a figure."""
+    from .contacts import locks_over
     from .rig import settings
 
-    first, n = frames[0] if len(frames) else 0, len(frames)
+    if not len(frames):
+        return {}
     out = {}
     for lb in settings(obj).limbs:
-        if lb.kind != "FOOT":
-            continue
-        state = np.zeros(n, dtype=np.int8)
-        for c in lb.contacts:
-            state[max(0, c.start - first):max(0, c.end - first + 1)] = 1
-        for c in lb.contacts:
-            if c.rolls:
-                state[max(0, c.pivot - first):max(0, c.roll - first + 1)] = 2
-        out[lb.name] = state
+        if lb.kind == "FOOT":
+            track = locks_over(lb, float(frames[0]), len(frames), fps)
+            out[lb.name] = ((track.weight > 0.0).astype(np.int8) + (track.ball > 0.0)).astype(np.int8)
     return out
 
 
@@ -414,12 +411,12 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             h = _nanmax(low)
             if h > hover:
                 hover, hover_frame = h, a + int(np.nanargmax(low))
-                hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None and hover_frame < len(state) else ""
+                hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None else ""
             src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
             drift = float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max())
             if drift > skate:
                 skate = drift
-                skate_share = float((state[a:b + 1] > 0).mean()) if state is not None and b < len(state) else math.nan
+                skate_share = float((state[a:b + 1] > 0).mean()) if state is not None else math.nan
             src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
         # The identity is judged outside frames where the source goes below its floor or skates: in a
         # source contact, once its ball has drifted IDENTITY_TOLERANCE from where the contact began.
@@ -452,8 +449,8 @@ def measure(obj: bpy.types.Object, terrain_objects: Sequence[bpy.types.Object], 
     with playing_source(obj, scene):
         source = sample(obj, feet, frames, scene)
     scene.frame_set(scene.frame_current)
-    return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps_of(scene),
-                   held_frames(obj, frames))
+    fps = fps_of(scene)
+    return compare(source, ours, {f.name: leg_length(obj, f) for f in feet}, ground, fps, held_frames(obj, frames, fps))
 
 
 

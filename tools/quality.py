@@ -225,6 +225,13 @@ def verdict(row: dict[str, Any]) -> dict[str, bool]:
 # Targets judged on the independent measure (core/measure.py, issue 20): fractions of the leg; pops against
 # the source's own peak; the identity only on flat ground (at the source's own floor).
 INDEPENDENT_TARGETS = {"penetration": 0.005, "hover": 0.01, "skate": 0.01, "pops": 1.2, "identity": 0.005}
+# Targets judged on some runs only: the identity on flat ground at the source's own floor (item g).
+JUDGED_ON = {"identity": lambda row: row["terrain"] == "flat"}
+
+
+def judged(key: str, row: dict[str, Any]) -> bool:
+    """Whether target `key` is judged on `row` (`JUDGED_ON`; every other target: on every run)."""
+    return JUDGED_ON.get(key, lambda _row: True)(row)
 
 
 def verdict_independent(row: dict[str, Any]) -> dict[str, bool]:
@@ -237,7 +244,7 @@ def verdict_independent(row: dict[str, Any]) -> dict[str, bool]:
         "hover": all(f["source_contacts"] > 0 and f["hover_max_rel"] <= t["hover"] for f in feet),
         "skate": all(f["source_contacts"] > 0 and f["skate_max_rel"] <= t["skate"] for f in feet),
         "pops": all(max(f["knee_ratio"], f["hip_ratio"]) <= t["pops"] for f in feet),
-        "identity": row["terrain"] != "flat" or all(f["identity_max_rel"] <= t["identity"] for f in feet),
+        "identity": not judged("identity", row) or all(f["identity_max_rel"] <= t["identity"] for f in feet),
     }
 
 
@@ -271,7 +278,7 @@ def miss_kinds(row: dict[str, Any]) -> str:
                 why.append(f"skate {q['skate_max_rel']:.1%} (the source's {q['source_skate_max_rel']:.1%}){held}")
         if max(q["knee_ratio"], q["hip_ratio"]) > t["pops"]:
             why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed")
-        if row["terrain"] == "flat" and q["identity_max_rel"] > t["identity"]:
+        if judged("identity", row) and q["identity_max_rel"] > t["identity"]:
             why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor")
         if why:
             parts.append(f"{f['limb']}: " + "; ".join(why))
@@ -304,13 +311,11 @@ def _halves_table(rows: list[dict[str, Any]], judge: Any, keys: Any) -> list[str
     out = ["| target | " + " | ".join(f"{h} half ({len(rs)} runs)" for h, rs in halves.items()) + " |",
            "|---|" + "---|" * len(halves)]
     for k in keys:
-        # The identity is judged on flat ground only: counted over the flat runs, not passed by the others.
-        if k == "identity":
-            out.append("| identity (flat runs) | " + " | ".join(
-                f"{sum(judge(r)[k] for r in rs if r['terrain'] == 'flat')} of {sum(r['terrain'] == 'flat' for r in rs)}"
-                for rs in halves.values()) + " |")
-            continue
-        out.append(f"| {k} | " + " | ".join(f"{sum(judge(r)[k] for r in rs)} of {len(rs)}" for rs in halves.values()) + " |")
+        # Each target counted over the runs it is judged on (`JUDGED_ON`), not passed by the others.
+        name = f"{k} (flat runs)" if k in JUDGED_ON else k
+        out.append(f"| {name} | " + " | ".join(
+            f"{sum(judge(r)[k] for r in rs if judged(k, r))} of {sum(judged(k, r) for r in rs)}"
+            for rs in halves.values()) + " |")
     out.append("| **every target** | " + " | ".join(f"**{sum(all(judge(r).values()) for r in rs)} of {len(rs)}**"
                                                   for rs in halves.values()) + " |")
     return out
