@@ -131,7 +131,29 @@ class ContactIKContact(bpy.types.PropertyGroup):
     )
     ball_leave: FloatVectorProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Ball at Lift-off", size=3, subtype="XYZ",
-        description="The animation's ball position (world space) on Ball Up",
+        description="The ball's position (world space) on Ball Up for the animation's ankle, the foot turned "
+        "by Turn at Lift-off",
+    )
+    holds_turn: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Holds the Turn", default=False,
+        description="While the ankle is held, the foot's heading (its turn about the up axis) is held too, at "
+        "Heading: a foot flat on the ground does not turn about its ankle and sweep its ball (set when contacts "
+        "are detected or relocked)",
+    )
+    heading: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Heading", subtype="ANGLE",
+        description="The heading (heel to toe tip, about the up axis) the foot keeps while its ankle is held: "
+        "the animation's as it lands; where the animation turns it further than 20 degrees from it, it turns on "
+        "beyond that",
+    )
+    turn_in: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Turn at Landing", subtype="ANGLE",
+        description="How far the foot is turned from its animated heading on the contact's first frame",
+    )
+    turn_out: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Turn at Lift-off", subtype="ANGLE",
+        description="How far the foot is turned from its animated heading when the ankle is let go; kept while "
+        "the ball is held, and carried into the swing as the lock's correction is",
     )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from . import state
 from .anatomy import sole_of, sole_world
 from .checks import limb_is_usable
-from .model import LockTrack, cuts, smoothstep
+from .model import LockTrack, cuts, held_turn_angle, smoothstep
 from .rig import settings, world_scale
 from .tuning import (
     BASELINE_WINDOW,
@@ -363,6 +363,18 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: 
     c.rolls = roll is not None
     last = b
     ball = np.zeros(3)
+    # The foot's heading is held while the ankle is (frames a..held_to; none where the ball is held from the
+    # first frame), as it lands; from then on the foot keeps the turn it had when the ankle was let go.
+    held_to = b if roll is None else roll[0] - 1
+    turns = np.zeros(last - a + 1 if roll is None else roll[1] - a + 1)
+    c.holds_turn = held_to >= a
+    c.heading = c.turn_in = c.turn_out = 0.0
+    if c.holds_turn:
+        h = headings(d["heel"][a:held_to + 1], d["toe"][a:held_to + 1])
+        c.heading = (float(h[0]) + math.pi) % (2.0 * math.pi) - math.pi
+        turns[:held_to - a + 1] = held_turn_angle(h[0] - h)
+        turns[held_to - a + 1:] = turns[held_to - a]
+        c.turn_in, c.turn_out = float(turns[0]), float(turns[held_to - a])
     if roll is not None:
         p, last = roll
         c.pivot, c.roll = c.start + (p - a), c.start + (last - a)
@@ -370,11 +382,12 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: 
         # on from there as it was. A ball held from the contact's first frame is held where it is on average
         # (as the ankle otherwise), the lock point then where the ankle would be for it as the foot lands.
         k = max(a, p - 1)
-        ball = d["ball"][k] - d["ankle"][k]
+        ball = turned_z(d["ball"][k] - d["ankle"][k], c.turn_out)
         if p == a:
             lock = d["ball"][p:last + 1].mean(axis=0) - ball
             c.lock = tuple(lock)
-        c.ball, c.ball_leave = tuple(ball), tuple(d["ball"][last])
+        # The ball on Ball Up where it is for the animation's ankle, the foot turned as it is let go.
+        c.ball, c.ball_leave = tuple(ball), tuple(d["ankle"][last] + turned_z(d["ball"][last] - d["ankle"][last], c.turn_out))
         c.leave = tuple(d["ankle"][last])  # it lifts off at Ball Up
     else:
         c.pivot = c.roll = c.end
@@ -388,8 +401,24 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: 
     # on its ball swept its heel 8% of the leg further back, and the footprint was moved that much further
     # off a step edge than the ankle's (cmu_131_03 stairs: the other leg's swing, hip 1.00x -> 1.20x).
     ankle = d["ankle"][a:last + 1]
-    heel, toe = d["heel"][a:last + 1] - ankle, d["toe"][a:last + 1] - ankle
+    heel, toe = (turned_z(d[k][a:last + 1] - ankle, turns) for k in ("heel", "toe"))
     c.heel, c.toe, c.width = footprint(heel, toe)
+
+
+def headings(heel: np.ndarray, toe: np.ndarray) -> np.ndarray:
+    """The foot's heading per frame: the angle of heel to toe tip about the up axis (world Z), unwrapped
+    (no jump of a turn between frames)."""
+    v = toe[..., :2] - heel[..., :2]
+    return np.unwrap(np.arctan2(v[..., 1], v[..., 0]))  # type: ignore[no-any-return]
+
+
+def turned_z(v: np.ndarray, angle: Any) -> np.ndarray:
+    """Vectors (..., 3) turned about the up axis (world Z) by `angle` (radians; one or one per vector)."""
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.array(v, dtype=np.float64, copy=True)
+    out[..., 0] = c * v[..., 0] - s * v[..., 1]
+    out[..., 1] = s * v[..., 0] + c * v[..., 1]
+    return out
 
 
 def footprint(heel: np.ndarray, toe: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...], float]:
@@ -481,13 +510,16 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     up = np.where(rolls, np.maximum(roll[1], values[1]), values[1])
     extra = (pivot, up, np.where(rolls[:, None], roll[2], 0.0), roll[3])
     values += list(extra)
+    holds = contact_values(cs, "holds_turn") > 0.5
+    turn = (holds, contact_values(cs, "heading"), np.where(holds, contact_values(cs, "turn_in"), 0.0),
+            np.where(holds, contact_values(cs, "turn_out"), 0.0))
     lo, hi = values[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
     if kept is not None and "track" not in kept and lo <= first <= hi and hi - lo <= 20_000:
-        kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values))
+        kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values, turn=turn))
         row = row_of(*kept["track"])
         if row is not None:
             return row
-    return _track(first + np.arange(count, dtype=np.float64), fps, *values)
+    return _track(first + np.arange(count, dtype=np.float64), fps, *values, turn=turn)
 
 
 def _around(f: np.ndarray, start: np.ndarray, last: np.ndarray, fade: float) -> tuple[np.ndarray, ...]:
@@ -524,12 +556,15 @@ def _around_kept(fade: float, f_bytes: bytes, start_bytes: bytes, last_bytes: by
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
            lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
            cut: np.ndarray, jump: np.ndarray, pivot: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
-           ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None) -> LockTrack:
+           ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None,
+           turn: Optional[tuple[np.ndarray, ...]] = None) -> LockTrack:
     """`locks_over` for frames `f`, from the contacts' values, the range they were detected over (`span`,
     first and last frame), the animation's ankle at its ends (`ends`, (2, 3)) and the cuts before contacts
     (`cut`, frame or 0, and `jump`, (C, 3)). The foot rolling over its ball: from `pivot` (inf: never) to `up`
     (the contact's last frame, at or after `end`) the ball is held at `lock` + `ball`; `ball_leave` is the
-    animation's ball on the frame `up`."""
+    animation's ball on the frame `up`. `turn`: per contact whether it holds the foot's heading while the
+    ankle is held, that heading, and the turn from the animation's at landing and when the ankle is let go
+    (`ContactIKContact.holds_turn`); None: none does."""
     if pivot is None or up is None or ball is None or ball_leave is None:
         pivot, up, ball, ball_leave = np.full(len(start), np.inf), end, np.zeros((len(start), 3)), leave
     rolls = np.isfinite(pivot)
@@ -569,6 +604,17 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     point = np.where((held >= 0)[:, None], lock[i_held] + np.where(on_ball[:, None], ball[i_held], 0.0), 0.0)
     carry = np.where((held >= 0)[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None])
     offset = np.where((held >= 0)[:, None], 0.0, offset)
+    # The foot's turn about the up axis: its heading held while the ankle is (`heading`, where `turning`); from
+    # then on, through the hold on the ball, the turn it had when the ankle was let go; between contacts that
+    # turn eased into the one it needs at the next landing, as the correction along the ground is.
+    if turn is None:
+        turn = (np.zeros(len(start), dtype=bool), np.zeros(len(start)), np.zeros(len(start)), np.zeros(len(start)))
+    holds, heading, turn_in, turn_out = turn
+    turning = (held >= 0) & ~on_ball & holds[i_held]
+    s_t = smoothstep(t)
+    twist = np.where(both, turn_out[p] + (turn_in[n] - turn_out[p]) * s_t,
+                     np.where(only_prev, turn_out[p] * k_after, np.where(only_next, turn_in[n] * k_before, 0.0)))
+    twist = np.where(held >= 0, np.where(on_ball, turn_out[i_held], 0.0), twist)
     leaving = np.where(held >= 0, smoothstep(1.0 - (hold[i_held] - f) / max(3.0, SWING_EASE * fps)), 0.0)
     # Up the up axis (the sole put down, the hover carried, the swing's ground, its clearance and toe-up turn):
     # contacts end with the ankle's.
@@ -637,5 +683,8 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         pitch=np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps))),
         gap=np.where(both & ~pinned, gap, 0.0),
         opened=np.where(head & ~pinned, 1.0, 0.0),
+        turning=np.where(turning, 1.0, 0.0),
+        heading=np.where(turning, heading[i_held], 0.0),
+        twist=twist,
     )
 

@@ -41,6 +41,7 @@ from .tuning import (
     FOOT_STEP,
     FORWARD_BIAS,
     GROUND_JUMP,
+    MAX_HELD_TURN,
     MAX_PITCH,
     PELVIS_SPEED,
     PELVIS_TREND,
@@ -367,13 +368,19 @@ class LockTrack:
     # over the swing's ease (SWING_EASE) before it. A ball on its ground starts to clear the terrain around it
     # only then (`plan_foot`), so it is not lifted off the ground it holds, yet clears a rise ahead in time.
     leaving: np.ndarray
+    # 1 where the foot's heading (heel to toe tip about the up axis) is held at `heading` (radians, world Z),
+    # while its ankle is held; elsewhere it is turned from the animation's by `twist` (radians).
+    turning: np.ndarray
+    heading: np.ndarray
+    twist: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(), z.copy(),
+                   z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -779,6 +786,38 @@ def plan_feet(feet: list[Foot], at: Placement | list[Placement], rays: Rays, win
     return [p for p in plans if p is not None]
 
 
+def held_turn_angle(turn: Any) -> Any:
+    """The turn (radians) from the animation's heading that holds a foot at its contact's heading
+    (`LockTrack.heading`), brought into [-pi, pi) and to at most MAX_HELD_TURN either way: a foot the
+    animation turns further turns on with it."""
+    return np.clip((np.asarray(turn) + math.pi) % (2.0 * math.pi) - math.pi, -MAX_HELD_TURN, MAX_HELD_TURN)
+
+
+def held_turn(foot: Foot) -> Optional[np.ndarray]:
+    """The turn about the up axis (world Z) of the foot's locking (`LockTrack.turning`, `heading`, `twist`), as
+    quaternions (N, 4) about the ankle; None where it turns no frame."""
+    lk = foot.lock
+    if lk is None or len(foot.soles) < 2 or not (lk.turning.any() or lk.twist.any()):
+        return None
+    v = foot.soles[-1] - foot.soles[0]  # heel to toe tip, as `contacts.headings`
+    now = np.arctan2(v[:, 1], v[:, 0])
+    angle = np.where(lk.turning > 0.0, held_turn_angle(lk.heading - now), lk.twist)
+    angle = np.where(np.asarray(foot.use_lock, dtype=bool), angle, 0.0)
+    q = np.zeros((len(angle), 4))
+    q[:, 0], q[:, 3] = np.cos(0.5 * angle), np.sin(0.5 * angle)
+    return q
+
+
+def turned_foot(foot: Foot, yaw: np.ndarray) -> Foot:
+    """The foot's sole points and ball turned about its ankle by `yaw` (N, 4; its bone's frame is turned
+    where the plan makes its rotation)."""
+    ankle = foot.joints[-1]
+    out = copy.copy(foot)
+    out.soles = [ankle + qrot(yaw, p - ankle) for p in foot.soles]
+    out.ball = None if foot.ball is None else ankle + qrot(yaw, foot.ball - ankle)
+    return out
+
+
 def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: float) -> FootPlan:
     """The ground model for one foot over the frames: the animation's floor maps onto the terrain, the foot
     keeping its animated height above the floor as its height above the terrain under it (from its contacts
@@ -788,6 +827,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     body), where the ground under the foot is expected."""
     n = len(window)
     up, base = at.up, at.base
+    yaw = held_turn(foot)
+    if yaw is not None:
+        foot = turned_foot(foot, yaw)
     joints = foot.joints
     hip, ankle = joints[0], joints[-1]
     leg = np.maximum(sum(norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
@@ -972,7 +1014,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     floor = np.max(bare, 1)
     touch = np.max(touching, 1)
     target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
-    rotation = qmul(turn, mat_to_quat(foot.end_frame))
+    animated = mat_to_quat(foot.end_frame)
+    rotation = qmul(turn, animated if yaw is None else qmul(yaw, animated))  # the held heading's turn first
     # The pelvis's ground from this foot: the ground from its contacts around, lowered as the foot is lowered
     # under its animated height (its hover removed): in a contact by the hover of the frame, between contacts
     # by the hover the foot carries (`LockTrack.rise`, blended across the swing), not by how far its sole

@@ -127,3 +127,10 @@ FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (ov
 # the first frame of the run of such frames that holds its last frame until the ball is up (toe-off).
 ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its lowest is down
 ROLL_SPEED = 0.25  # x leg per second: the ball slower than this along the ground is down
+# A contact holds the foot's heading (its turn about the up axis) as it lands while it holds the ankle, so a
+# flat foot does not turn about its ankle and sweep its ball: turned from the animation's by at most this
+# (radians, 20 degrees). A foot the animation turns further pivots (on its heel or ball): it turns on beyond
+# it, and its swing after turns it back by no more than this. (Chosen, not tuned: unclamped, a foot held
+# through a 70 degree turn in place swung back across a step edge in its swing, knee 1.19x -> 1.29x, cmu_131_01
+# on stairs, tuning half.)
+MAX_HELD_TURN = 0.35

@@ -243,6 +243,47 @@ def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_
     assert (np.diff(track.swing[(f > 10) & (f <= 20)]) >= 0.0).all()  # no restart at Ball Up
 
 
+def test_a_held_heading_is_kept_through_the_ball_and_carried_across_the_swing():
+    """Issue 20 (b), the whole foot held when flat: while the ankle is held (0..5) so is the foot's heading
+    (`turning`, at the contact's `heading`); from Ball Down (6) to Ball Up (14) the foot keeps the turn it had
+    as the ankle was let go, and the swing eases it into the next landing's turn as the correction along the
+    ground is, with no step between frames; it fades out after the last contact. A contact that holds no
+    heading (as detected before headings were held) turns nothing."""
+    f = np.arange(0.0, 80.0)
+    start, end = np.array([0.0, 30.0]), np.array([10.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    pivot, up = np.array([6.0, np.inf]), np.array([14.0, 40.0])
+    ball = np.array([[0.15, 0.0, -0.08], [0.0, 0.0, 0.0]])
+    turn = (np.array([True, True]), np.array([0.5, -1.0]), np.array([0.0, 0.0]), np.array([0.2, -0.1]))
+
+    def track(turn):
+        return contacts._track(f, 120.0, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 80.0]),
+                               z3, zeros, z3, pivot, up, ball, lock, turn=turn)
+
+    t = track(turn)
+    held = f <= 5
+    assert (t.turning[held] == 1.0).all() and (t.heading[held] == 0.5).all() and (t.twist[held] == 0.0).all()
+    on_ball = (f >= 6) & (f <= 14)
+    assert (t.turning[on_ball] == 0.0).all() and np.allclose(t.twist[on_ball], 0.2)
+    swing = (f > 14) & (f < 30)
+    assert np.all(np.diff(t.twist[(f >= 14) & (f <= 30)]) <= 1e-12)  # from 0.2 down to the landing's 0
+    assert np.abs(np.diff(t.twist[swing])).max() < 0.2 / 8
+    assert t.twist[f == 29][0] == pytest.approx(0.0, abs=0.01)
+    second = (f >= 30) & (f <= 40)
+    assert (t.turning[second] == 1.0).all() and (t.heading[second] == -1.0).all()
+    assert t.twist[f == 41][0] == pytest.approx(-0.1, abs=0.01) and t.twist[-1] == 0.0  # faded out after it
+    # Contacts that hold no heading: nothing turns, anywhere.
+    t = track((np.array([False, False]), zeros, zeros, zeros))
+    assert not t.turning.any() and not t.twist.any()
+    # The turn held is the animation's less the contact's heading, wrapped, and at most MAX_HELD_TURN.
+    model = harness.module("core.model")
+    limit = harness.module("core.tuning").MAX_HELD_TURN
+    assert model.held_turn_angle(0.1) == pytest.approx(0.1)
+    assert model.held_turn_angle(2.0 * math.pi - 0.1) == pytest.approx(-0.1)
+    assert model.held_turn_angle(1.0) == pytest.approx(limit) and model.held_turn_angle(-3.0) == pytest.approx(-limit)
+
+
 def test_planted_foot_does_not_skate_during_a_contact():
     obj, terrain, leg = _walker("noise")
     _plant(obj, terrain)
@@ -277,10 +318,12 @@ def test_contact_operators_edit_and_relock():
     assert len(limb.contacts) == count
 
 
-def _rolling_walk(obj, frames: int = 48, cycle: int = 24, stride: float = 0.35):
+def _rolling_walk(obj, frames: int = 48, cycle: int = 24, stride: float = 0.35, yaw: float = 0.0):
     """`scenes.author_walk` with a foot that rolls over its ball before it lifts off (flat, then the heel
     rising as the foot turns about the ball, up to 35 degrees), its ball on the floor sliding back 3% of the
-    leg over the stance, as captured feet do."""
+    leg over the stance, as captured feet do. `yaw` (radians): the flat foot also turns that far about its
+    ankle (the ankle still, its ball sweeping round it) and keeps the turn through the roll; the swing turns
+    it back."""
     from mathutils import Matrix, Vector
 
     rig, solvers = harness.module("core.rig"), harness.module("solvers")
@@ -317,8 +360,10 @@ def _rolling_walk(obj, frames: int = 48, cycle: int = 24, stride: float = 0.35):
                 y = stance_y + slide * (1.0 - w) - speed * cycle * w
                 lift = 0.12 * leg * math.sin(math.pi * s)
                 pitch = math.radians(35.0) * max(0.0, 1.0 - 3.0 * s)
-            turn = Matrix.Rotation(pitch, 3, "X")  # heel up: the toes stay, the heel rises (the foot faces -Y)
-            ball = ball0 + Vector((0.0, y, lift))
+            psi = yaw * min(u / 0.35, 1.0) if u < 0.6 else yaw * (0.5 + 0.5 * math.cos(math.pi * (u - 0.6) / 0.4))
+            spin = Matrix.Rotation(psi, 3, "Z")
+            turn = spin @ Matrix.Rotation(pitch, 3, "X")  # heel up: the toes stay, the heel rises (the foot faces -Y)
+            ball = ankle0 + Vector((0.0, y, lift)) + spin @ (ball0 - ankle0)
             ankle = ball + turn @ (ankle0 - ball0)
             pose = rig.read_chain(obj, [f"thigh.{side}", f"shin.{side}"], end_bone=foot)
             pole = pose.positions()[1] + Vector((0.0, -leg, 0.0))
@@ -331,13 +376,16 @@ def _rolling_walk(obj, frames: int = 48, cycle: int = 24, stride: float = 0.35):
     scene.frame_set(1)
 
 
-def test_a_foot_rolling_over_its_ball_keeps_its_ball_where_it_was():
+@pytest.mark.parametrize("yaw", [0.0, 12.0])
+def test_a_foot_rolling_over_its_ball_keeps_its_ball_where_it_was(yaw):
     """Issue 20 (b): while the heel rises and the foot rolls over its ball, the ball stays where it was (within
     1% of the leg along the ground), from the flat foot through toe-off: what touches the ground is held, not
-    the ankle (which swept the ball back as the foot turned about it)."""
+    the ankle (which swept the ball back as the foot turned about it). Also where the flat foot turns 12
+    degrees about its ankle, as captured feet do (pymo_av8: its ball swept 3.4% of the leg): a flat foot's
+    heading is held with its ankle (`ContactIKContact.holds_turn`)."""
     harness.reset_scene()
     obj = scenes.metarig()
-    _rolling_walk(obj)
+    _rolling_walk(obj, yaw=math.radians(yaw))
     leg = scenes.leg_length(obj)
     terrain = scenes.TERRAINS["flat"](leg)
     setup.apply_detection(obj, LEG_LIMBS)

@@ -323,7 +323,7 @@ def _toe_off_plan(leaving: float, ball_y: float):
     lock = model.LockTrack(weight=one, point=ball.copy(), offset=z3, down=0 * one, rise=-drop * one,
                            from_point=ankle.copy(), from_weight=one, to_point=z3, to_weight=0 * one, swing=one,
                            free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=one, carry=z3,
-                           leaving=leaving * one)
+                           leaving=leaving * one, turning=0 * one, heading=0 * one, twist=0 * one)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball)
     at = model.Placement(np.eye(4)[None], 0.0)
