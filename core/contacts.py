@@ -556,7 +556,7 @@ def _around_kept(fade: float, f_bytes: bytes, start_bytes: bytes, last_bytes: by
 def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_in: np.ndarray, drop_out: np.ndarray,
            lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
            cut: np.ndarray, jump: np.ndarray, pivot: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
-           ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None,
+           ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None, *,
            turn: Optional[tuple[np.ndarray, ...]] = None) -> LockTrack:
     """`locks_over` for frames `f`, from the contacts' values, the range they were detected over (`span`,
     first and last frame), the animation's ankle at its ends (`ends`, (2, 3)) and the cuts before contacts
