@@ -10,7 +10,7 @@ import harness
 import numpy as np
 import pytest
 import scenes
-from test_plant_feet import LEG_LIMBS, _plant, _walker
+from test_plant_feet import LEG_LIMBS, _close, _plant, _pose_snapshot, _walker
 
 contacts = harness.module("core.contacts")
 props = harness.module("properties")
@@ -417,6 +417,53 @@ def test_a_foot_rolling_over_its_ball_keeps_its_ball_where_it_was(yaw):
             assert drift <= 0.01 * leg, (side, run[0], run[-1], drift / leg)
             checked += 1
     assert checked >= 2
+
+
+def test_a_held_heading_is_the_same_frame_by_frame_and_on_a_rotated_rig():
+    """The held heading is one computation: the per-frame solve (`plant_rig`, reading each frame's row of the
+    lock track) gives the pose of the whole-range solve (`batch`), on uneven ground; and a rig turned and
+    moved at object level holds its feet's heading in world space as an unturned one does (the ball still
+    within 1% of the leg while the flat foot turns 12 degrees)."""
+    live = harness.module("core.live")
+    harness.reset_scene()
+    obj = scenes.metarig()
+    _rolling_walk(obj, yaw=math.radians(12.0))
+    obj.rotation_euler = (0.0, 0.0, 1.1)
+    obj.location = (3.0, -2.0, 0.0)
+    bpy.context.view_layer.update()
+    leg = scenes.leg_length(obj)
+    terrain = scenes.TERRAINS["noise"](leg)
+    setup.apply_detection(obj, LEG_LIMBS)
+    _plant(obj, terrain)
+    limb = props.settings(obj).limbs[0]
+    assert any(c.holds_turn and abs(c.turn_out) > math.radians(5.0) for c in limb.contacts)
+    scene = bpy.context.scene
+    assert live.precompute(obj, scene) is not None
+    cached = {}
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        cached[f] = _pose_snapshot(obj)
+    live.invalidate_frames()
+    live.USE_FRAME_CACHE = False
+    try:
+        for f in range(scene.frame_start, scene.frame_end + 1):
+            scene.frame_set(f)
+            assert _close(_pose_snapshot(obj), cached[f], 1e-5 * leg), f
+    finally:
+        live.USE_FRAME_CACHE = True
+    # In a contact that holds the heading, the ball stays put while the ankle is held.
+    checked = 0
+    for c in limb.contacts:
+        if not c.holds_turn or c.start <= scene.frame_start + 1 or (c.pivot if c.rolls else c.end + 1) - c.start < 4:
+            continue
+        checked += 1
+        last = (c.pivot - 1) if c.rolls else c.end
+        balls = []
+        for f in range(c.start, last + 1):
+            scene.frame_set(f)
+            balls.append((obj.matrix_world @ obj.pose.bones["toe.L"].head).xy.copy())
+        assert max((b - balls[0]).length for b in balls) <= 0.01 * leg, (c.start, last)
+    assert checked >= 1
 
 
 def test_a_foot_turning_on_its_ball_holds_its_ball():
