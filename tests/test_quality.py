@@ -82,3 +82,19 @@ def test_a_foot_without_source_contacts_is_not_counted_as_meeting_hover_and_skat
     v = quality.verdict_independent(row)
     assert not v["hover"] and not v["skate"]
     assert v["penetration"] and v["pops"] and v["identity"]
+
+
+def test_the_guard_can_fail():
+    """The corpus guard (tests/test_corpus.py, which runs where ../shared/mocap is): `quality.lost` names a
+    target a run met and misses now, and nothing within the margin."""
+    foot = {"penetration_rel": 0.0, "hover_max_rel": 0.004, "skate_max_rel": 0.009, "knee_ratio": 1.0,
+            "hip_ratio": 1.1, "identity_max_rel": 0.02, "source_contacts": 3}
+    row = {"clip": "x.bvh", "terrain": "flat", "feet": [{"limb": "Left Leg", "independent": dict(foot)}]}
+    base = quality.baseline([row])["runs"]["x.bvh|flat"]
+    assert quality.lost(base, row) == []
+    assert not base["met"]["identity"]  # missed already: not held
+    row["feet"][0]["independent"].update(skate_max_rel=0.0101, hip_ratio=1.3, identity_max_rel=0.5)
+    gone = quality.lost(base, row)
+    assert gone == ["Left Leg: pops hip_ratio 1.1 -> 1.3 (target 1.2)"]  # skate within the margin, identity missed before
+    row["feet"][0]["independent"].update(skate_max_rel=0.0103, source_contacts=0)
+    assert len(quality.lost(base, row)) == 3  # hover and skate unmeasured, pops

@@ -1,7 +1,8 @@
 """Motion quality on real motion capture: every clip of the broad corpus (../shared/mocap beside the
 checkout) over five terrains, baked with no per-clip tuning, measured against the source animation;
-writes docs/quality.md. Without ../shared/mocap it says so and measures the clips pinned in tests/data
-(the ones the test suite gates on).
+writes docs/quality.md and, for the whole corpus, the baseline the corpus guard holds every run to
+(tests/data/corpus_baseline.json, `tests/test_corpus.py`). Without ../shared/mocap it says so and
+measures the clips pinned in tests/data (the ones the test suite gates on).
 
     .venv/bin/python tools/quality.py [--clips NAME ...] [--terrains flat slope stairs noise]
 
@@ -321,6 +322,51 @@ def _halves_table(rows: list[dict[str, Any]], judge: Any, keys: Any) -> list[str
     return out
 
 
+# The corpus guard (`tests/test_corpus.py`): every run of the declared corpus, held to what it met when the
+# baseline was measured (`make quality` writes it beside docs/quality.md). A target a run met counts as lost
+# only once its figure is over the target by more than GUARD_MARGIN of it (the last digits of a float
+# summed in another order must not fail CI), or a foot's source contacts are gone.
+BASELINE = ROOT / "tests" / "data" / "corpus_baseline.json"
+GUARD_MARGIN = 0.02
+_FIGURES = {"penetration": ("penetration_rel",), "hover": ("hover_max_rel",), "skate": ("skate_max_rel",),
+            "pops": ("knee_ratio", "hip_ratio"), "identity": ("identity_max_rel",)}
+
+
+def baseline(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the corpus guard holds each run to: per run (`clip|terrain`), the independent targets it meets
+    and each foot's figures and source contacts."""
+    runs = {}
+    for row in rows:
+        feet = {f["limb"]: {k: round(float(f["independent"][k]), 6) for names in _FIGURES.values() for k in names}
+                | {"source_contacts": int(f["independent"]["source_contacts"])}
+                for f in row["feet"] if f.get("independent")}
+        runs[f"{row['clip']}|{row['terrain']}"] = {"met": verdict_independent(row), "feet": feet}
+    return {"targets": INDEPENDENT_TARGETS, "margin": GUARD_MARGIN, "runs": runs}
+
+
+def lost(base: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    """The targets `row` met in the baseline run `base` (`baseline`) and misses now beyond GUARD_MARGIN, each
+    as 'foot: target figure was -> is'; [] when it keeps every one."""
+    t = INDEPENDENT_TARGETS
+    out = []
+    feet = {f["limb"]: f["independent"] for f in row["feet"] if f.get("independent")}
+    for key, met in base["met"].items():
+        if not met or not judged(key, row):
+            continue
+        for limb, was in base["feet"].items():
+            now = feet.get(limb)
+            if now is None:
+                out.append(f"{limb}: no longer measured ({key})")
+                continue
+            if key in ("hover", "skate") and now["source_contacts"] == 0:
+                out.append(f"{limb}: {key} not measured, the source detector found no contact (had {was['source_contacts']})")
+                continue
+            for name in _FIGURES[key]:
+                if now[name] > t[key] * (1.0 + GUARD_MARGIN):
+                    out.append(f"{limb}: {key} {name} {was[name]:.4g} -> {now[name]:.4g} (target {t[key]:g})")
+    return out
+
+
 def default_clips() -> tuple[list[pathlib.Path], str]:
     """The clips to measure by default and a line saying where they come from: every clip of the broad
     corpus, or, where it is not beside the checkout, the clips pinned in tests/data, said loudly."""
@@ -370,6 +416,10 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
         "terms: its detected contacts, the sole points it placed, the source on its detected floor. **The "
         "independent figures** (the next table) take nothing from the model. Where they disagree, the "
         "independent one is what a user sees.",
+        "",
+        "CI holds every run of the whole corpus to the independent targets it meets here (`tests/test_corpus.py`, "
+        "against `tests/data/corpus_baseline.json`, which `make quality` writes with this file): a change that loses "
+        "one on any run fails, by name. It does not hold the runs to the targets they miss.",
         "",
         "## The model's own figures",
         "",
@@ -467,6 +517,8 @@ def main() -> None:
     ap.add_argument("--terrains", nargs="*", default=list(TERRAINS), choices=TERRAINS)
     ap.add_argument("--out", default=str(ROOT / "docs" / "quality.md"))
     ap.add_argument("--json", default=str(ROOT / "out" / "quality.json"))
+    ap.add_argument("--baseline", default=str(BASELINE),
+                    help="where the corpus guard's baseline goes (written only when the whole corpus is measured)")
     args = ap.parse_args()
     if args.clips:
         clips, source = [clip_path_named(c) for c in args.clips], "The clips " + ", ".join(f"`{c}`" for c in args.clips)
@@ -487,6 +539,9 @@ def main() -> None:
     pathlib.Path(args.out).write_text(markdown(rows, seconds, source))
     pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.json).write_text(json.dumps(rows, indent=2))
+    if not args.clips and harness.CORPUS.is_dir() and list(args.terrains) == list(TERRAINS):
+        pathlib.Path(args.baseline).write_text(json.dumps(baseline(rows), indent=1, sort_keys=True) + "\n")
+        print(f"written {args.baseline} (the corpus guard's baseline: tests/test_corpus.py)")
     print(f"written {args.out} ({seconds:.0f} s)")
 
 
