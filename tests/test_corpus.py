@@ -12,6 +12,7 @@ on the main Blender only, where the baseline was measured."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -34,6 +35,7 @@ pytestmark = [
 DECLARED = sorted(corpus.TUNING + corpus.CHECK)
 
 
+@functools.cache
 def _baseline() -> dict:
     return json.loads(quality.BASELINE.read_text())
 

@@ -95,6 +95,7 @@ def test_the_guard_can_fail():
     assert not base["met"]["identity"]  # missed already: not held
     row["feet"][0]["independent"].update(skate_max_rel=0.0101, hip_ratio=1.3, identity_max_rel=0.5)
     gone = quality.lost(base, row)
-    assert gone == ["Left Leg: pops hip_ratio 1.1 -> 1.3 (target 1.2)"]  # skate within the margin, identity missed before
+    assert gone == ["Left Leg: pops knee_ratio 1 -> 1, hip_ratio 1.1 -> 1.3, source contacts 3 -> 3 (target 1.2)"]
+    # skate within the margin, identity missed before
     row["feet"][0]["independent"].update(skate_max_rel=0.0103, source_contacts=0)
     assert len(quality.lost(base, row)) == 3  # hover and skate unmeasured, pops
