@@ -533,9 +533,24 @@ QUALITY_COLUMNS = (
 )
 
 
+# The independent figures (core/measure.py) per foot: (title, cell from the foot's figures).
+INDEPENDENT_COLUMNS = (
+    ("contacts", lambda q: f"{q['source_contacts']}"),
+    ("under terrain", lambda q: f"{q['penetration_rel']:.2%}"),
+    ("hover/source", lambda q: f"{q['hover_max_rel']:.2%}/{q['source_hover_max_rel']:.2%}"),
+    ("skate/source", lambda q: f"{q['skate_max_rel']:.2%}/{q['source_skate_max_rel']:.2%}"),
+    ("mm at 0.9 m", lambda q: f"{q['skate_max_mm']:.0f}"),
+    ("knee speed/acc", lambda q: f"{q['knee_ratio']:.2f}x/{q['knee_acceleration_ratio']:.2f}x"),
+    ("hip speed/acc", lambda q: f"{q['hip_ratio']:.2f}x/{q['hip_acceleration_ratio']:.2f}x"),
+    ("moved", lambda q: f"{q['identity_max_rel']:.2%}"),
+)
+
+
 def format_quality(report: dict) -> str:
-    """The report's metrics as a text table: ours, and the source animation's beside them."""
-    lines = [f"{pathlib.Path(report['input']).name}: {report['frames']} frames on {report['terrain']}"]
+    """The report's metrics as text: the model's own figures (ours, and the source animation's beside them),
+    then the independent ones (what a viewer sees), each table saying which it is."""
+    lines = [f"{pathlib.Path(report['input']).name}: {report['frames']} frames on {report['terrain']}",
+             "The model's own figures (its detected contacts, the sole points it placed):"]
     head = f"{'limb':<12} {'':<7}" + "".join(f"{title:>13}" for _k, title, _f in QUALITY_COLUMNS)
     lines.append(head)
     for ours, src in zip(report["quality"], report["quality_before"] or [None] * len(report["quality"])):
@@ -544,6 +559,14 @@ def format_quality(report: dict) -> str:
                 continue
             cells = "".join(f"{fmt.format(row[k]):>13}" for k, _t, fmt in QUALITY_COLUMNS)
             lines.append(f"{row['limb'] if label == 'ours' else '':<12} {label:<7}{cells}")
+    if report.get("independent"):
+        lines += ["Independent figures (contacts from the source by a detector of its own; every sole point of the "
+                  "skeleton and the skinned mesh, world space, ray cast onto the terrain; % of the leg; speed and "
+                  "acceleration over the source's peaks; moved: the largest move of a sole point from the source's, "
+                  "which is the identity on flat ground at the source's floor):",
+                  f"{'limb':<12}" + "".join(f"{title:>16}" for title, _c in INDEPENDENT_COLUMNS)]
+        for q in report["independent"]:
+            lines.append(f"{q['limb']:<12}" + "".join(f"{cell(q):>16}" for _t, cell in INDEPENDENT_COLUMNS))
     return "\n".join(lines)
 
 

@@ -322,6 +322,8 @@ class FootQuality:
     knee_acceleration_source: float
     hip_velocity_max: float
     hip_velocity_source: float
+    hip_acceleration_max: float
+    hip_acceleration_source: float
     identity_max_rel: float  # largest move of a sole point from the source's (outside source penetration)
     # Where the worst hover and skate are, against what the model held there (`held_frames`), to say what kind
     # of failure a miss is; not used by any figure above. The frame (index into the measured frames) of the
@@ -343,9 +345,20 @@ class FootQuality:
     def hip_ratio(self) -> float:
         return self.hip_velocity_max / self.hip_velocity_source if self.hip_velocity_source else 0.0
 
+    @property
+    def knee_acceleration_ratio(self) -> float:
+        """The knee's peak angular acceleration over the source's (reported beside the speed; not a target)."""
+        return self.knee_acceleration_max / self.knee_acceleration_source if self.knee_acceleration_source else 0.0
+
+    @property
+    def hip_acceleration_ratio(self) -> float:
+        return self.hip_acceleration_max / self.hip_acceleration_source if self.hip_acceleration_source else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
-        d.update(penetration_rel=self.penetration_rel, knee_ratio=self.knee_ratio, hip_ratio=self.hip_ratio)
+        d.update(penetration_rel=self.penetration_rel, knee_ratio=self.knee_ratio, hip_ratio=self.hip_ratio,
+                 knee_acceleration_ratio=self.knee_acceleration_ratio,
+                 hip_acceleration_ratio=self.hip_acceleration_ratio)
         return d
 
 
@@ -428,11 +441,11 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
         kv, ka = angular_peaks(got.knee, fps, cut)
         skv, ska = angular_peaks(src.knee, fps, cut)
-        hv, _ = angular_peaks(got.hip, fps, cut)
-        shv, _ = angular_peaks(src.hip, fps, cut)
+        hv, ha = angular_peaks(got.hip, fps, cut)
+        shv, sha = angular_peaks(src.hip, fps, cut)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
-                               ska, hv, shv, identity / leg, hover_frame, hover_held, skate_share))
+                               ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share))
     return out
 
 
@@ -484,7 +497,8 @@ def warnings(obj: bpy.types.Object, found: Sequence[FootQuality]) -> list[str]:
 
 def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Sequence[int]) -> tuple[str, list[str]]:
     """Plant Feet's and Bake's figures, as the rigs play now, measured here (not the model's own): 'worst
-    under the terrain 0.12% of the leg (1.1 mm, skinned mesh), worst skate 0.06% over 8 source contacts', or
+    under the terrain 0.12% of the leg (1.1 mm, skinned mesh), worst skate 0.06% and hover 0.30% of the leg over 8
+    source contacts, knee and hip peak speed 1.05x the source's', or
     '' when no rig has feet on a terrain; and every rig's `warnings`."""
     from .ground import terrain_objects
     from .metrics import length_text
@@ -506,8 +520,10 @@ def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Se
     worst = max(found, key=lambda q: q.penetration_rel)
     where = "skinned mesh" if (worst.penetration_mesh_rel or 0.0) > worst.penetration_skeleton_rel else "skeleton"
     skate = max(q.skate_max_rel for q in found)
+    hover = max(q.hover_max_rel for q in found)
+    pops = max(max(q.knee_ratio, q.hip_ratio) for q in found)
     text = (f"worst under the terrain {worst.penetration_rel:.2%} of the leg "
-            f"({length_text(scene, worst.penetration_rel * worst.leg_length)}, {where}), worst skate {skate:.2%} of the "
-            f"leg over {sum(q.source_contacts for q in found)} source contacts (measured as the rig plays, beside its "
-            "source)")
+            f"({length_text(scene, worst.penetration_rel * worst.leg_length)}, {where}), worst skate {skate:.2%} and "
+            f"hover {hover:.2%} of the leg over {sum(q.source_contacts for q in found)} source contacts, knee and hip "
+            f"peak speed {pops:.2f}x the source's (measured as the rig plays, beside its source)")
     return text, notes

@@ -215,7 +215,17 @@ def test_evaluate_prints_and_reports_the_metrics_without_writing_anything(tmp_pa
     code = cli.execute(["evaluate", str(ZUP), "--report", str(tmp_path / "q.json")])
     out, err = capfd.readouterr()
     assert "penetration" in out and "source" in out and "Left Leg" in out
+    # Both views, each saying which it is: the model's own figures, then the independent ones, per foot.
+    own, independent = out.index("The model's own figures"), out.index("Independent figures")
+    assert own < independent
     clip = json.loads((tmp_path / "q.json").read_text())["clips"][0]
+    rows = out[independent:].splitlines()[2:4]
+    for q, row in zip(clip["independent"], rows):
+        assert row.split()[:3] == q["limb"].split() + [str(q["source_contacts"])], row
+        assert f"{q['hover_max_rel']:.2%}/{q['source_hover_max_rel']:.2%}" in row, row
+        assert f"{q['knee_ratio']:.2f}x/{q['knee_acceleration_ratio']:.2f}x" in row, row
+        assert f"{q['hip_ratio']:.2f}x/{q['hip_acceleration_ratio']:.2f}x" in row, row
+        assert q["hip_acceleration_source"] > 0.0 and q["hip_acceleration_max"] > 0.0
     _assert_exit_code_tells_the_warnings(code, clip, err)
     assert clip["output"] is None and clip["exports"] == []
     feet = [q for q in clip["quality"] if q["kind"] == "FOOT"]

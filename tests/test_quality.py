@@ -65,6 +65,11 @@ def test_quality_table_is_generated_from_rows():
     assert text.startswith("# Motion quality on real motion capture")
     assert CLIPS[0] in text and "Do not edit" in text
     assert "| penetration | 1 of 1 |" in text
+    # Pops: the peak speed over the source's (the target), its peak acceleration over the source's beside it.
+    q = rows[0]["feet"][0]["independent"]
+    assert q["knee_acceleration_source"] > 0.0 and q["hip_acceleration_source"] > 0.0
+    assert (f"| {q['knee_ratio']:.2f}x / {q['knee_acceleration_ratio']:.2f}x | "
+            f"{q['hip_ratio']:.2f}x / {q['hip_acceleration_ratio']:.2f}x |") in text
     # The identity is judged on flat ground only: a stairs run neither meets nor misses it.
     stairs = dict(rows[0], terrain="stairs")
     met = quality.verdict_independent(rows[0])["identity"]

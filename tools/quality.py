@@ -451,14 +451,15 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             "during source contacts (beside the source's own over its floor); "
             "skate as the ball's drift over each source contact "
             "(and in mm for a 0.9 m leg: sliding is noticed above about 21 mm); knee and hip peak angular velocity over "
-            "the source's; identity: the largest move of a sole point from the source's, judged on flat ground only "
+            "the source's (the target), and beside it their peak angular acceleration over the source's (reported, "
+            "not a target); identity: the largest move of a sole point from the source's, judged on flat ground only "
             "(outside frames where the source goes below its floor or skates). A foot with no source contact is not "
             "measured for hover and skate: those count as missed (its figures read 0.00%).", "",
             f"Targets: penetration <= {INDEPENDENT_TARGETS['penetration']:.1%}, hover <= {INDEPENDENT_TARGETS['hover']:.0%}, "
             f"skate <= {INDEPENDENT_TARGETS['skate']:.0%}, knee and hip <= {INDEPENDENT_TARGETS['pops']}x, identity on "
             f"flat <= {INDEPENDENT_TARGETS['identity']:.1%}.", "",
             "| clip | half | terrain | foot | source contacts | penetration (skeleton / mesh) | hover max / source's | skate max "
-            "(mm at 0.9 m) / source's | knee | hip | identity | targets |",
+            "(mm at 0.9 m) / source's | knee speed / acceleration | hip speed / acceleration | identity | targets |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         missed = [k for k, ok in verdict_independent(r).items() if not ok]
@@ -472,7 +473,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
                 f"{r['terrain'] if i == 0 else ''} | {f['limb']} | {q['source_contacts']} | "
                 f"{q['penetration_skeleton_rel']:.2%} / {mesh} | {q['hover_max_rel']:.2%} / {q['source_hover_max_rel']:.2%} | "
                 f"{q['skate_max_rel']:.2%} ({q['skate_max_mm']:.0f} mm) / {q['source_skate_max_rel']:.2%} | "
-                f"{q['knee_ratio']:.2f}x | {q['hip_ratio']:.2f}x | {q['identity_max_rel']:.2%} | "
+                f"{q['knee_ratio']:.2f}x / {q['knee_acceleration_ratio']:.2f}x | "
+                f"{q['hip_ratio']:.2f}x / {q['hip_acceleration_ratio']:.2f}x | {q['identity_max_rel']:.2%} | "
                 f"{('all met' if not missed else 'missed: ' + ', '.join(missed)) if i == 0 else ''} |")
 
     out += ["", "## Summary", "",
