@@ -332,6 +332,12 @@ class FootQuality:
     hover_frame: int = -1
     hover_held: str = ""
     skate_held_share: float = math.nan
+    # The source's own hover on the frames the identity judges: the lower of its ball and toe tip (the sole
+    # points the identity holds) over its floor, inside its contacts, at most (0: no such frame). Over
+    # HOVER + IDENTITY (1.5% of the leg), the two targets contradict each other on flat ground at the source's
+    # floor: hover <= 1% moves the ball or toe tip more than the identity's 0.5% (only a heel lowered alone, the
+    # foot turned heel-down about its ball, could reach the ground there).
+    source_hover_judged_rel: float = 0.0
 
     @property
     def penetration_rel(self) -> float:
@@ -439,13 +445,17 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             excluded[a:b + 1] |= drift > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
         identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
+        src_low = src.skeleton()[..., 2].min(axis=1) - floor.z  # the lower of the ball and the toe tip
+        judged_hover = max((float(src_low[a:b + 1][~excluded[a:b + 1]].max()) for a, b in contacts
+                            if (~excluded[a:b + 1]).any()), default=0.0)
         kv, ka = angular_peaks(got.knee, fps, cut)
         skv, ska = angular_peaks(src.knee, fps, cut)
         hv, ha = angular_peaks(got.hip, fps, cut)
         shv, sha = angular_peaks(src.hip, fps, cut)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
-                               ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share))
+                               ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
+                               max(0.0, judged_hover) / leg))
     return out
 
 

@@ -102,6 +102,35 @@ def test_hover_is_shown_beside_the_sources_own():
     assert q.hover_max_rel == pytest.approx(0.02, abs=1e-9)
 
 
+def test_the_sources_own_hover_where_the_identity_judges():
+    """Issue 20 (g against the hover target): the source's ball and toe tip over its floor inside its contacts,
+    on frames the identity judges (not where the source skates or dips). Over 1.5% of the leg, hover <= 1% and
+    identity <= 0.5% contradict each other on flat ground (`tools/quality.py` `contradicted`)."""
+    hovering = _walk_samples()
+    for s in (hovering.heel, hovering.ball, hovering.tip):
+        s[:30, 2] += 0.025  # planted 2.5% of the leg over the floor the other foot stands on
+    source = {"L": hovering, "R": _walk_samples()}
+    q = measure.compare(source, source, {"L": LEG, "R": LEG}, measure.Plane(0.0), FPS)
+    assert measure.source_floor(source) == pytest.approx(0.0)
+    assert q[0].source_contacts == 1 and q[0].source_hover_judged_rel == pytest.approx(0.025)
+    assert q[1].source_hover_judged_rel == pytest.approx(0.0)
+    # Hovering only while it skates (the identity leaves those frames out): nothing judged is over the floor.
+    skating = _walk_samples(drift=0.05)
+    for s in (skating.heel, skating.ball, skating.tip):
+        s[10:30, 2] += 0.025
+    source = {"L": skating, "R": _walk_samples()}
+    q = measure.compare(source, source, {"L": LEG, "R": LEG}, measure.Plane(0.0), FPS)
+    assert q[0].source_contacts == 1 and q[0].source_hover_judged_rel == pytest.approx(0.0, abs=1e-12)
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import quality  # noqa: PLC0415
+
+    foot = {"source_contacts": 1, "source_hover_judged_rel": 0.025}
+    row = {"terrain": "flat", "feet": [{"limb": "L", "independent": foot},
+                                       {"limb": "R", "independent": dict(foot, source_hover_judged_rel=0.01)}]}
+    assert quality.contradicted(row) == {"L": 0.025}
+    assert quality.contradicted(dict(row, terrain="noise")) == {}
+
+
 def test_a_miss_is_placed_against_what_the_model_held_and_the_figures_do_not_depend_on_it():
     """Issue 20 (deliver 1): where the worst hover lies (the frame, and whether the model held the foot there:
     nothing, a contact or a ball hold) and how much of the worst-skating source contact the model held, read

@@ -74,6 +74,13 @@ def test_quality_table_is_generated_from_rows():
     stairs = dict(rows[0], terrain="stairs")
     met = quality.verdict_independent(rows[0])["identity"]
     assert f"| identity (flat runs) | {int(met)} of 1 |" in quality.markdown(rows + [stairs], 1.0)
+    # Where the source itself hovers inside its contacts on frames the identity judges, hover and identity
+    # contradict each other: cmu_12_01's feet stand up to 3% of the leg over its floor there.
+    both = quality.contradicted(rows[0])
+    assert set(both) == {"Left Leg", "Right Leg"} and all(v > quality.CONTRADICTION for v in both.values())
+    assert "Hover and identity contradict each other where the source itself hovers: on 1 of 1 tuning half flat runs" \
+        in text
+    assert quality.contradicted(stairs) == {}  # the identity is not judged there
 
 
 def test_a_foot_without_source_contacts_is_not_counted_as_meeting_hover_and_skate():

@@ -256,6 +256,42 @@ def verdict_independent(row: dict[str, Any]) -> dict[str, bool]:
     return {k: not judged(k, row) or all(foot_meets(q, k) for q in feet) for k in INDEPENDENT_TARGETS}
 
 
+# Where the source itself hovers more than this inside its contacts on frames the identity judges (its ball and
+# toe tip, `FootQuality.source_hover_judged_rel`), hover and identity contradict each other on flat ground at
+# its floor: hover <= 1% moves the ball or toe tip more than the identity's 0.5%.
+CONTRADICTION = INDEPENDENT_TARGETS["hover"] + INDEPENDENT_TARGETS["identity"]
+
+
+def contradicted(row: dict[str, Any]) -> dict[str, float]:
+    """Per foot of a run on which the identity is judged (`JUDGED_ON`), the source's own hover on frames the
+    identity judges, where it is over CONTRADICTION: the feet on which hover and identity cannot both be met
+    by moving the ball and toe tip (none: an empty dict)."""
+    if not judged("identity", row):
+        return {}
+    return {f["limb"]: f["independent"].get("source_hover_judged_rel", 0.0) for f in row["feet"]
+            if f.get("independent") and f["independent"]["source_contacts"] > 0
+            and f["independent"].get("source_hover_judged_rel", 0.0) > CONTRADICTION}
+
+
+def contradiction_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: per declared half, on how many flat runs hover and identity contradict each other on the
+    source itself (`contradicted`)."""
+    parts = []
+    for half in ("tuning", "check", "undeclared"):
+        flat = [r for r in rows if corpus.half(r["clip"]) == half and judged("identity", r)]
+        if flat:
+            parts.append(f"{sum(bool(contradicted(r)) for r in flat)} of {len(flat)} {half} half flat runs")
+    if not parts:
+        return []
+    return ["Hover and identity contradict each other where the source itself hovers: on " + ", ".join(parts)
+            + f", the source's ball and toe tip are both more than {CONTRADICTION:.1%} of the leg over its floor "
+            "inside one of its contacts, on frames the identity judges. Hover <= "
+            f"{INDEPENDENT_TARGETS['hover']:.0%} there moves them more than the identity's "
+            f"{INDEPENDENT_TARGETS['identity']:.1%}: those runs cannot meet every target unless the foot is turned "
+            "heel-down about its ball, its heel lowered alone, which the source does not do. (Measured on the source "
+            "alone: no model changes it.)"]
+
+
 HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", "contact": "in a contact of the model",
              "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
 
@@ -288,6 +324,10 @@ def miss_kinds(row: dict[str, Any]) -> str:
             why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed")
         if judged("identity", row) and q["identity_max_rel"] > t["identity"]:
             why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor")
+        both = contradicted(row).get(f["limb"])
+        if both is not None and why:
+            why.append(f"hover and identity contradict here (the source's ball and toe tip hover {both:.1%} in a "
+                       "contact on frames the identity judges)")
         if why:
             parts.append(f"{f['limb']}: " + "; ".join(why))
     return " / ".join(parts) or "-"
@@ -484,6 +524,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     out += _halves_table(rows, verdict, TARGETS)
     out += ["", "Independent measure:", ""]
     out += _halves_table(rows, verdict_independent, INDEPENDENT_TARGETS)
+    lines = contradiction_lines(rows)
+    out += ["", *lines] if lines else []
     out += ["", "Where the independent hover and skate misses lie (feet, per half), against what the model held the "
             "foot on there: a hover miss where the model held nothing is a source contact it found no contact for "
             "(too brief, or the ankle never came to rest); a skate miss over a contact the model held wholly is a "
