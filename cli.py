@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -169,8 +170,9 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     jumping 40 legs per second, then frozen: a stance on the ball planted there dropped the pelvis 70% of
     the leg (hip 1.44x). Unless a range is given (--frame-start, --frame-end), the scene's range is trimmed
     past such frames at its start and its end, within GLITCH_SECONDS of each: frames under the floor, and
-    frames a foot's ankle jumps to faster than CUT_SPEED legs per second. The frames skipped are returned
-    (and printed)."""
+    frames a foot's ankle jumps to faster than CUT_SPEED legs per second, and then the frames a foot goes on
+    moving faster than any foot moves in the rest of the clip. The frames skipped are returned (and
+    printed)."""
     from .core import contacts, setup
     from .core.rig import world_scale
     from .core.tuning import CUT_SPEED
@@ -179,7 +181,9 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     if args.frame_start is not None or args.frame_end is not None:
         return []
     deep: list[tuple[int, float]] = []
-    setup.detect_floor(obj, scene, deep=deep)
+    feet = [lb for lb in obj.contact_ik.limbs if lb.kind == "FOOT"]
+    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end) if feet else {}
+    setup.detect_floor(obj, scene, deep=deep, samples=samples or None)
     dips = {f for f, _d in deep}
     most = max(1, round(GLITCH_SECONDS * scene.render.fps / scene.render.fps_base))
     first, last = scene.frame_start, scene.frame_end
@@ -192,16 +196,25 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     # Jumps: the frame a foot's ankle jumps to (faster than CUT_SPEED x its leg per second) within the first
     # GLITCH_SECONDS starts the range; the frame one jumps from within the last ends it.
     fps = contacts.fps_of(scene)
-    feet = [lb for lb in obj.contact_ik.limbs if lb.kind == "FOOT"]
-    jumps: list[int] = []
-    for a, b in ((scene.frame_start, scene.frame_start + most), (scene.frame_end - most, scene.frame_end)):
-        a, b = max(a, scene.frame_start), min(b, scene.frame_end)
-        for i, d in contacts.sample_feet(obj, scene, a, b).items() if feet and b > a else ():
-            leg = (obj.contact_ik.limbs[i].length or 1.0) * world_scale(obj)
-            step = np.linalg.norm(np.diff(d["ankle"], axis=0), axis=1) * fps
-            jumps += [a + 1 + int(k) for k in np.flatnonzero(step > CUT_SPEED * leg)]
+    speeds = [np.linalg.norm(np.diff(d["ankle"], axis=0), axis=1) * fps / ((obj.contact_ik.limbs[i].length or 1.0)
+                                                                          * world_scale(obj))
+              for i, d in samples.items()]  # legs per second, step k: frame start + k to the next
+    fastest = np.max(speeds, axis=0) if speeds else np.zeros(0)
+    n = len(fastest)
+    jumps = [scene.frame_start + 1 + int(k) for k in np.flatnonzero(fastest > CUT_SPEED) if k < most or k >= n - most]
     first = max([first] + [f for f in jumps if f - scene.frame_start <= most])
     last = min([last] + [f - 1 for f in jumps if scene.frame_end - (f - 1) <= most])
+    # From there, a foot still moving faster than any foot moves in the rest of the clip is snapping back from
+    # the garbage (or the clip's edge) into the motion: the Daz-named CMU files do for 2-4 frames at 8-17
+    # legs per second where their walks stay under 5.4, and planted, that snap became a pop (the knee 2-4x
+    # the source's peak: cmu_02_01, cmu_06_01, cmu_12_02). The range starts after it and ends before it.
+    rest = fastest[most:n - most]
+    limit = float(rest.max()) if len(rest) else math.inf
+    snapped = False
+    while first - scene.frame_start < min(n, most) and fastest[first - scene.frame_start] > limit:
+        first, snapped = first + 1, True
+    while scene.frame_end - last < most and 0 < last - scene.frame_start <= n and fastest[last - scene.frame_start - 1] > limit:
+        last, snapped = last - 1, True
     lead, trail = list(range(scene.frame_start, first)), list(range(last + 1, scene.frame_end + 1))
     if last - first < 3 or not (lead or trail):
         return []
@@ -213,6 +226,8 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     depth = max([d for f, d in deep if f in lead or f in trail], default=0.0)
     why = [f"put the feet up to {depth:.0%} of the leg under the floor the rest of the clip stands on"] if depth else []
     why += [f"jump a foot faster than {CUT_SPEED:g} legs per second"] if set(jumps) & set(skipped + [first]) else []
+    why += [f"move a foot faster than any foot moves in the rest of the clip ({limit:.1f} legs per second)"] \
+        if snapped else []
     print(f"contact_ik: frames {span} {' and '.join(why)} (a capture's glitch, not motion): the range is "
           f"{first}-{last} (give --frame-start and --frame-end to choose)")
     return skipped

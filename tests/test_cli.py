@@ -256,8 +256,8 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
     on 1-4 of them), or jump faster than any foot moves, are a capture's garbage: the command line starts the
     range after them and ends it before them, unless a range is given."""
 
-    def garbled(lead: int, trail: int, given: list[str],
-                jump: bool = False) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
+    def garbled(lead: int, trail: int, given: list[str], jump: bool = False,
+                snap: float = 0.0) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
         args = cli.parser().parse_args(["evaluate", str(ZUP), *given])
         cli.load(str(ZUP), args)
         obj = cli.pick_armature(None)
@@ -268,7 +268,10 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
         z, x = obj.location.z, obj.location.x
         for f in range(first, last + 1):  # the whole body, on the frames given, half a leg under its floor
             deep = f < first + lead or f > last - trail  # (or, with `jump`, two legs aside: a jump there and back)
-            if jump:
+            if snap:  # the leading frames snapping back `snap` legs a frame, to the walk on `first + lead`
+                obj.location.x = x + snap * leg * max(0, first + lead - f)
+                obj.keyframe_insert("location", index=0, frame=f)
+            elif jump:
                 obj.location.x = x + 2.0 * leg if deep else x
                 obj.keyframe_insert("location", index=0, frame=f)
             else:
@@ -288,6 +291,14 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
     assert skipped == [first, first + 1, last]
     assert now == (first + 2, last - 1)
     assert "jump a foot faster than" in capfd.readouterr().out
+    # Snapping back slower than that, but faster than any foot moves in the rest of the clip (the Daz-named CMU
+    # files' first frames after their garbage: 8-17 legs per second, the walk under 5.4): garbage too.
+    skipped, (first, last), now = garbled(3, 0, [], snap=0.4)  # 12 legs per second at 30 fps
+    assert skipped == [first, first + 1, first + 2] and now == (first + 3, last)
+    out = capfd.readouterr().out
+    assert "move a foot faster than any foot moves in the rest of the clip" in out and "jump a foot" not in out
+    skipped, (first, last), now = garbled(3, 0, [], snap=0.05)  # 1.5 legs per second: a walk's own pace
+    assert skipped == [] and now == (first, last)
 
 
 @pytest.mark.skipif(bpy.app.version < (4, 5), reason="Blender 4.2's glTF exporter crashed this test process (a "
