@@ -175,7 +175,7 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     printed)."""
     from .core import contacts, setup
     from .core.rig import world_scale
-    from .core.tuning import CUT_SPEED
+    from .core.tuning import CUT_SPEED, LIFT_SPEED
 
     scene = bpy.context.scene
     if args.frame_start is not None or args.frame_end is not None:
@@ -208,8 +208,9 @@ def skip_glitch_frames(obj: bpy.types.Object, args: argparse.Namespace) -> list[
     # the garbage (or the clip's edge) into the motion: the Daz-named CMU files do for 2-4 frames at 8-17
     # legs per second where their walks stay under 5.4, and planted, that snap became a pop (the knee 2-4x
     # the source's peak: cmu_02_01, cmu_06_01, cmu_12_02). The range starts after it and ends before it.
+    # Never slower than a foot lifting off (LIFT_SPEED): a still clip's first frames settling is not a snap.
     rest = fastest[most:n - most]
-    limit = float(rest.max()) if len(rest) else math.inf
+    limit = max(float(rest.max()), LIFT_SPEED) if len(rest) else math.inf
     snapped = False
     while first - scene.frame_start < min(n, most) and fastest[first - scene.frame_start] > limit:
         first, snapped = first + 1, True

@@ -299,6 +299,19 @@ def test_a_captures_leading_and_trailing_garbage_frames_are_skipped(capfd):
     assert "move a foot faster than any foot moves in the rest of the clip" in out and "jump a foot" not in out
     skipped, (first, last), now = garbled(3, 0, [], snap=0.05)  # 1.5 legs per second: a walk's own pace
     assert skipped == [] and now == (first, last)
+    # A still pose whose first frames settle slower than a foot lifts off (LIFT_SPEED) is not snapping back.
+    args = cli.parser().parse_args(["evaluate", str(ZUP)])
+    cli.load(str(ZUP), args)
+    obj = cli.pick_armature(None)
+    cli.ensure_limbs(obj)
+    scene = bpy.context.scene
+    first, last = scene.frame_start, scene.frame_end
+    leg = max(lb.length for lb in obj.contact_ik.limbs if lb.kind == "FOOT") * obj.matrix_world.to_scale().z
+    obj.animation_data_clear()  # the bind pose, held: nothing moves but the object, 0.5 legs per second at first
+    for f in range(first, last + 1):
+        obj.location.x = 0.5 * leg / 30.0 * max(0, first + 3 - f)
+        obj.keyframe_insert("location", index=0, frame=f)
+    assert cli.skip_glitch_frames(obj, args) == [] and (scene.frame_start, scene.frame_end) == (first, last)
 
 
 @pytest.mark.skipif(bpy.app.version < (4, 5), reason="Blender 4.2's glTF exporter crashed this test process (a "
