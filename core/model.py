@@ -168,6 +168,11 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray, 
     return np.where(moved & np.isfinite(y), y + trend, offset)
 
 
+# How many times `swing_smoothing` holds the frames it put under the touch and smooths again; what is still
+# under it after the last is clamped onto it.
+TOUCH_PASSES = 4
+
+
 def _swing_spans(fps: float) -> tuple[float, int, float]:
     """`swing_smoothing`'s Gaussian width and radius, and its carried differences' reach, in frames."""
     width = SWING_SMOOTH * fps if fps > 0.0 else 0.0
@@ -225,7 +230,10 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     as it pushed off stepped the foot by the riser in one frame). What the Gaussian would move a pinned
     frame by is carried back into the free frames around it, fading out over SWING_REACH widths, so the foot
     arrives at every pinned frame exactly, with no jump, and its speed changes gradually there too. Never below
-    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound).
+    `touch`, the correction at which the sole points touch the terrain right under them (-inf: no bound): a
+    free frame the smoothing would put under it is held at it as a pinned frame is, and the frames around
+    smoothed again (up to TOUCH_PASSES times), so the foot comes up to a touch that jumps (a toe crossing a
+    riser's edge) over the frames before it instead of being clamped onto it in one frame.
     `floor` is that correction for the sole points at their animated heights over it: where the plan lifts
     the foot no higher than that within the Gaussian's reach (it just follows the terrain), the animation's
     swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
@@ -260,10 +268,14 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # What the Gaussian moved each pinned frame by, given back around it: weights that are 1 on the pinned
     # frame, fade out (smoothstep) over `reach` frames, and share linearly between two pinned frames closer
     # than that on either side (of its own stretch).
-    pins = np.flatnonzero(fixed)
-    if len(pins):
-        moved = np.where(fixed & valid, height - smooth, 0.0)
-        rows = np.arange(n)
+    rows = np.arange(n)
+    bound = np.where(np.isfinite(touch), touch, -np.inf)
+
+    def carried(pin: np.ndarray, at_pin: np.ndarray) -> np.ndarray:
+        pins = np.flatnonzero(pin)
+        if not len(pins):
+            return smooth
+        moved = np.where(pin & valid, at_pin - smooth, 0.0)
         at = np.searchsorted(pins, rows)
         left = pins[np.maximum(at - 1, 0)]
         right = pins[np.minimum(at, len(pins) - 1)]
@@ -276,8 +288,21 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
         share = np.where(np.isfinite(dl) & np.isfinite(dr), dr / np.where(np.isfinite(dl + dr), dl + dr, 1.0), 1.0)
         to_left = fl * (1.0 - fr) + fl * fr * share
         to_right = fr * (1.0 - fl) + fl * fr * (1.0 - share)
-        smooth = smooth + to_left * moved[left] + to_right * moved[right]
-    smooth = np.maximum(smooth, np.where(np.isfinite(touch), touch, -np.inf))
+        return smooth + to_left * moved[left] + to_right * moved[right]  # type: ignore[no-any-return]
+
+    # A free frame the smoothing would put through the terrain under its soles (under `touch`) is held at
+    # `touch` like a pinned frame, and the rest smoothed again around it, so the foot comes up to it
+    # gradually instead of being clamped there in one frame (a toe crossing a riser's edge).
+    pin, at_pin = fixed.copy(), height.copy()
+    out = carried(pin, at_pin)
+    for _ in range(TOUCH_PASSES):
+        low = ~pin & valid & (out < bound)
+        if not low.any():
+            break
+        pin |= low
+        at_pin = np.where(low, bound, at_pin)
+        out = carried(pin, at_pin)
+    smooth = np.maximum(out, bound)
     # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
     # a foot that just follows the terrain keeps the animation's swing as it is.
     bounded = np.isfinite(floor)

@@ -466,6 +466,27 @@ def test_swing_smoothing_spreads_a_jump_at_lift_off_and_at_landing(fps):
     assert np.all(y2[~pinned] >= 0.05) and np.array_equal(y2[pinned], correction[pinned])
 
 
+@pytest.mark.parametrize("fps", [60.0, 120.0])
+def test_swing_smoothing_comes_up_to_a_touch_that_jumps_gradually(fps):
+    """A toe crossing a riser's edge a few frames after its contact ends: the touch (the sole points on the
+    terrain right under them) jumps up by the riser there. The foot comes up to it over the frames before,
+    instead of being clamped onto it in one frame (the knee 3x the source's on stairs); it is never under
+    the touch, and the contact is kept as it is."""
+    n = int(fps)
+    pinned = np.zeros(n, dtype=bool)
+    pinned[:n // 4] = True
+    edge = n // 4 + max(2, int(round(0.04 * fps)))
+    floor = np.zeros(n)
+    touch = np.where(np.arange(n) >= edge, 0.06, -np.inf)
+    correction = np.where(pinned, 0.0, np.maximum(0.01, touch))
+    y = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    assert np.array_equal(y[pinned], correction[pinned])
+    assert np.all(y >= touch)
+    rise = edge - n // 4 + 1  # the frames from the contact's last to the edge's
+    steps = np.abs(np.diff(y))
+    assert steps.max() <= 1.4 * 0.06 / rise, (steps.max(), 0.06 / rise)  # it was 1.9x (60 fps) and 3.3x (120)
+
+
 def test_swing_smoothing_holds_on_either_side_of_a_cut_not_across():
     """A loop's seam snaps the body back (`model.cuts`): the heights before it belong to a place a body away
     from those after. Each side is smoothed on its own: after a seam where nothing lifts the foot its swing
