@@ -56,6 +56,7 @@ from .tuning import (
     SWING_LIFTED,
     SWING_REACH,
     SWING_SMOOTH,
+    TOUCH_PASSES,
 )
 
 
@@ -166,11 +167,6 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray, 
     t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
     y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
     return np.where(moved & np.isfinite(y), y + trend, offset)
-
-
-# How many times `swing_smoothing` holds the frames it put under the touch and smooths again; what is still
-# under it after the last is clamped onto it.
-TOUCH_PASSES = 4
 
 
 def _swing_spans(fps: float) -> tuple[float, int, float]:
@@ -293,13 +289,13 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # A free frame the smoothing would put through the terrain under its soles (under `touch`) is held at
     # `touch` like a pinned frame, and the rest smoothed again around it, so the foot comes up to it
     # gradually instead of being clamped there in one frame (a toe crossing a riser's edge).
-    pin, at_pin = fixed.copy(), height.copy()
+    pin, at_pin = fixed, height
     out = carried(pin, at_pin)
     for _ in range(TOUCH_PASSES):
         low = ~pin & valid & (out < bound)
         if not low.any():
             break
-        pin |= low
+        pin = pin | low
         at_pin = np.where(low, bound, at_pin)
         out = carried(pin, at_pin)
     smooth = np.maximum(out, bound)

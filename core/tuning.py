@@ -94,6 +94,10 @@ SWING_REACH = 3.0
 # Smoothed fully where the plan lifts the foot this far over the terrain under its soles within the
 # Gaussian's reach, and not at all where it lifts it nowhere there (x leg).
 SWING_LIFTED = 0.005
+# How many times a free frame the smoothing put under the touch (the sole points on the terrain right under
+# them) is held there and the frames around smoothed again (count, not tuned: an iteration cap); what is still
+# under it after the last is clamped onto it.
+TOUCH_PASSES = 4
 # A foot's ground between contacts comes from the contacts around it, faded into the terrain right under it
 # before the first contact and after the last. Its correction is smoothed where at least this much of it
 # (fraction) comes from the contacts; where less does, the terrain right under the foot weighs in it, and
