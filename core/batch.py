@@ -73,7 +73,6 @@ class _Staged:
     at: Placement
     frame: np.ndarray  # `_frames`' bone frames
     root: Optional[np.ndarray] = None  # (N, 3) the pelvis bone's head, world space, as animated
-    support: Optional[np.ndarray] = None  # (N,) the pelvis's ground (`_stage_end`), None: no pelvis moved
 
 
 @dataclass
@@ -162,32 +161,29 @@ class BatchRig(RigReader):
 
     def compute(self, chunk: int = 1024, carried: Optional[Carried] = None) -> Channels:
         """Per driven bone and channel: (values (N, size), written (N,) bool). Computed in chunks, so memory
-        stays bounded however long the range: first every chunk's targets, then the feet's smoothing over
-        all frames at once, the pelvis's offset for the smoothed targets and its speed limit over all frames
-        (or what `carried` says the smoothing and the limit did), then the solves."""
+        stays bounded however long the range: first every chunk's targets and pelvis offset, then the
+        pelvis's speed limit and the feet's smoothing over all frames at once (or what `carried` says they
+        did), then the solves."""
         return compute_all([self], chunk, [carried])[0]
 
     def _chunks(self, chunk: int) -> list[tuple[BatchRig, int]]:
         """The rig's rows in chunks of `chunk` (`_slice`), with each one's first row."""
         return [(self._slice(slice(a, min(self.frames, a + chunk))), a) for a in range(0, self.frames, chunk)]
 
-    def _cuts(self, staged: list[_Staged]) -> Optional[np.ndarray]:
-        """The rows the animation jumps to over all of a rig's staged chunks (`model.cuts`; None: not looked
-        for): an NLA repeat or a loop snapping the body back. The feet's smoothing (`_smooth_swings`) and the
-        pelvis's speed limit (`_settle`) hold on either side of one, not across."""
-        if all(st.root is not None for st in staged) and staged and any(lb.kind == "FOOT" for lb in self.limbs):
-            rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
-                [st.at.scale for st in staged])
-            return model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps)
-        return None
-
-    def _settle(self, staged: list[_Staged], carried: Optional[Carried], cut: Optional[np.ndarray]) -> None:
-        """`compute` once its chunks are staged (`_stage_all`), their feet smoothed (`_smooth_swings`) and
-        their pelvis offsets found (`_reach`): the pelvis's speed limit over all of them, in place (or what
-        `carried` says it did). They are then finished (`_finish_all`, `_joined`)."""
+    def _settle(self, staged: list[_Staged], carried: Optional[Carried]) -> Optional[np.ndarray]:
+        """`compute` once its chunks are staged (`_stage_all`): the pelvis's speed limit over all of them, in
+        place; the rows the animation jumps to (`model.cuts`, None: not looked for), for the feet's
+        smoothing (`_smooth_swings`). They are then finished (`_finish_all`, `_joined`)."""
         raw = np.concatenate([st.offset for st in staged])
         moved = np.concatenate([st.moved for st in staged])
         self.pelvis_delta = None
+        # A cut in the animation (an NLA repeat or a loop snapping the body back): limits and smoothing hold
+        # on either side of it, not across.
+        cut = None
+        if all(st.root is not None for st in staged) and staged and any(lb.kind == "FOOT" for lb in self.limbs):
+            rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
+                [st.at.scale for st in staged])
+            cut = model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps)
         if self.pelvis >= 0 and (PELVIS_SPEED > 0.0 or carried is not None):
             if carried is not None:
                 offset = np.where(moved, raw + carried.pelvis, raw)
@@ -203,6 +199,7 @@ class BatchRig(RigReader):
             for st in staged:
                 st.offset = offset[at:at + len(st.offset)]
                 at += len(st.offset)
+        return cut
 
     def _joined(self, outs: list[Channels]) -> Channels:
         """The chunks' channels as one, less the rows read around the range."""
@@ -269,27 +266,17 @@ class BatchRig(RigReader):
                       centre, leg_body)
 
     def _stage_end(self, begun: _Begun, window: np.ndarray, plans: list[FootPlan]) -> _Staged:
-        """This chunk's part of `_stage_all` after the rays: the pelvis's ground from the feet's plans (its
-        offset is found once they are smoothed, `_reach`)."""
+        """This chunk's part of `_stage_all` after the rays: the pelvis offset from the feet's plans (before
+        the pelvis's speed limit)."""
         n = self.frames
         staged = list(zip(begun.feet, plans))
-        offset, moved, support = np.zeros(n), np.zeros(n, dtype=bool), None
+        offset, moved = np.zeros(n), np.zeros(n, dtype=bool)
         if self.pelvis >= 0:
             # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
-            # under the body where a foot is not planned). Lowered where a leg could not reach (`_reach`) once
-            # the feet's targets are smoothed.
+            # under the body where a foot is not planned), lowered where a leg could not reach.
             support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in staged], axis=0) / len(staged)
-        return _Staged(staged, offset, moved, begun.step, begun.at, begun.frame, begun.centre, support)
-
-    @staticmethod
-    def _reach(staged: list[_Staged]) -> None:
-        """The pelvis offset of every chunk: its ground (`_Staged.support`) lowered where a leg could not
-        reach its target, as the solve gets it (after the feet's smoothing, `_smooth_swings`: a target the
-        smoothing raised over a dip in the plan's had the pelvis drop for the dip, and jerk, a frame before
-        the foot lifts on)."""
-        for st in staged:
-            if st.support is not None:
-                st.offset, st.moved = model.soft_reach_drop([p for _lb, p in st.plans], st.support, st.at.up)
+            offset, moved = model.soft_reach_drop([p for _lb, p in staged], support, begun.at.up)
+        return _Staged(staged, offset, moved, begun.step, begun.at, begun.frame, begun.centre)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:
         """A foot limb's pose and settings as `model.plan_feet` reads them."""
@@ -635,21 +622,18 @@ def _fallback_rig(obj: bpy.types.Object, terrain: Optional[Terrain], frame: floa
 
 def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[Optional[Carried]]] = None) -> list[Channels]:
     """`BatchRig.compute` for several rigs at once (live preview's frame caches for a crowd): their chunks
-    staged together (`_stage_all`), each rig's feet smoothed and pelvis lowered and limited on its own, then
-    their chunks finished together (`_finish_all`). Each rig's result is exactly the one it computes alone."""
+    staged together (`_stage_all`), each rig's pelvis limited and feet smoothed on its own, then their
+    chunks finished together (`_finish_all`). Each rig's result is exactly the one it computes alone."""
     carried = carried if carried is not None else [None] * len(rigs)
     chunks = [rig._chunks(chunk) for rig in rigs]
     staged = _stage_all([job for jobs in chunks for job in jobs])
     parts, settled, at = [], [], 0
     for rig, jobs, c in zip(rigs, chunks, carried):
         mine = staged[at:at + len(jobs)]
-        settled.append((rig, mine, c, rig._cuts(mine)))
+        settled.append((rig, mine, c, rig._settle(mine, c)))
         parts += [part for part, _start in jobs]
         at += len(jobs)
     _smooth_swings(settled)
-    for rig, mine, c, cut in settled:
-        rig._reach(mine)
-        rig._settle(mine, c, cut)
     finished = _finish_all(list(zip(parts, staged)))
     out, at = [], 0
     for rig, jobs in zip(rigs, chunks):
@@ -661,9 +645,8 @@ def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[
 def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried], Optional[np.ndarray]]]) -> None:
     """Every foot's height between its contacts smoothed over all its rig's frames (`model.swing_changes`:
     the feet of every rig at one frame rate in one call; or what a rig's `Carried` says it did), in the
-    staged plans; what it changed per frame is kept in each rig's `foot_delta`. The pelvis's offset is found
-    after, for the smoothed targets (`BatchRig._reach`). `settled`: (rig, its staged chunks, carried, its
-    cuts)."""
+    staged plans; what it changed per frame is kept in each rig's `foot_delta`. The pelvis keeps the offset
+    it found for the targets before. `settled`: (rig, its staged chunks, carried, its cuts)."""
     todo: dict[float, list[tuple[tuple[int, int], tuple[Any, ...]]]] = {}  # by frame rate: (rig, foot), arguments
     shifts: dict[tuple[int, int], np.ndarray] = {}
     for n, (rig, staged, carried, cut) in enumerate(settled):
@@ -787,7 +770,7 @@ def _solve_closed_rows(parts: list[_Rows]) -> list[_Solved]:
 
 
 def _stage_all(jobs: list[tuple[BatchRig, int]]) -> list[_Staged]:
-    """Every chunk's foot plans and the pelvis's ground (`_Staged.support`): chunks (rig, first row)
+    """Every chunk's foot plans and pelvis offset (before the pelvis's speed limit): chunks (rig, first row)
     of different rigs on one terrain over as many frames at one frame rate have the ground under their bodies
     and their feet planned together, their rows one after another, up to STACK_ROWS rows at a time
     (`model.plan_feet`: one cast per step for all of them, where a rig at a time paid numpy's cost per call a

@@ -624,42 +624,6 @@ def test_a_bake_of_part_of_the_range_matches_the_whole_where_the_feet_are_smooth
     whole.cancel()
 
 
-@pytest.mark.parametrize("kind", ["stairs", "noise"])
-def test_the_pelvis_is_lowered_for_the_targets_the_legs_are_solved_to(kind, monkeypatch):
-    """The pelvis drops where a leg could not otherwise reach its target (`model.soft_reach_drop`), for the
-    targets the legs are then solved to: after the feet's smoothing between contacts moved them. Lowered for
-    the plan's targets before the smoothing, it dropped for a dip the smoothing took out, and jerked
-    (cmu_131_02 on stairs: the hip all but stopped for a frame as the foot lifted off, the knee at 2.2x the
-    source's peak speed)."""
-    obj, terrain, leg = _walker(kind)
-    _plant(obj, terrain)
-    scene = bpy.context.scene
-    reached, solved = [], []
-    real_drop, real_finish = model.soft_reach_drop, batch.BatchRig._finish_begin
-
-    def drop(plans, offset, up):
-        reached.append([p.target.copy() for p in plans])
-        return real_drop(plans, offset, up)
-
-    def finish(self, staged):
-        solved.append([p.target.copy() for _lb, p in staged.plans])
-        return real_finish(self, staged)
-
-    monkeypatch.setattr(model, "soft_reach_drop", drop)
-    monkeypatch.setattr(batch.BatchRig, "_finish_begin", finish)
-    live.caches.frames.pop(obj.name, None)  # the bake computes (a valid frame cache would be copied)
-    job = bake.BakeJob([obj], 1, 48, scene)
-    job.step(job.total)
-    bake._fill_from_batch(job.rigs[0])
-    delta = np.max([np.abs(v) for v in job.rigs[0].batch.foot_delta.values()], 0)
-    job.cancel()
-    assert delta.max() > 3e-4 * leg  # the smoothing moved the targets on this walk
-    assert reached and len(reached) == len(solved)  # one chunk per computation
-    for plans_reached, plans_solved in zip(reached, solved):
-        for got, want in zip(plans_reached, plans_solved, strict=True):
-            assert np.array_equal(got, want), float(np.abs(got - want).max() / leg)
-
-
 def test_a_jump_beside_which_frames_are_kept_is_found_within_each_foot_planned_together():
     """`model.beside_jump` over several feet's rows one after another (`plan_feet`): each foot's frames on
     their own. The step from one foot's last frame to the next foot's first is no jump, and a jump at the end
