@@ -186,11 +186,9 @@ class Meter:
         return out
 
 
-def angular_peaks(rotations: list[Any], fps: float, skip: Optional[np.ndarray] = None) -> tuple[float, float]:
-    """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations, leaving
-    out the steps from one rotation to the next that `skip` marks (a cut in the animation)."""
-    if len(rotations) < 2:
-        return 0.0, 0.0
+def angular_velocities(rotations: list[Any], fps: float) -> np.ndarray:
+    """Angular velocity (radians per second, an axis scaled by the speed) of each step from one rotation of a
+    sequence to the next: (len - 1, 3)."""
     omegas = []
     for q0, q1 in zip(rotations, rotations[1:]):
         d = q0.inverted() @ q1
@@ -198,7 +196,15 @@ def angular_peaks(rotations: list[Any], fps: float, skip: Optional[np.ndarray] =
             d.negate()
         axis, angle = d.to_axis_angle()
         omegas.append(np.asarray(axis) * angle * fps)
-    w = np.asarray(omegas)
+    return np.asarray(omegas).reshape(-1, 3)
+
+
+def angular_peaks(rotations: list[Any], fps: float, skip: Optional[np.ndarray] = None) -> tuple[float, float]:
+    """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations, leaving
+    out the steps from one rotation to the next that `skip` marks (a cut in the animation)."""
+    if len(rotations) < 2:
+        return 0.0, 0.0
+    w = angular_velocities(rotations, fps)
     keep = np.ones(len(w), dtype=bool) if skip is None else ~np.asarray(skip, dtype=bool)
     speeds = np.degrees(np.linalg.norm(w, axis=1))
     speed = speeds[keep].max() if keep.any() else 0.0

@@ -111,3 +111,27 @@ def test_the_guard_can_fail():
     # skate within the margin, identity missed before
     row["feet"][0]["independent"].update(skate_max_rel=0.0103, source_contacts=0)
     assert len(quality.lost(base, row)) == 3  # hover and skate unmeasured, pops
+
+
+def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
+    """`tools/diagnose.py` bakes a clip over a terrain as make quality does and prints, per foot, the same
+    independent figures as make quality's row (knee and hip ratios to three places), the source's contacts
+    beside the model's, and each frame asked for."""
+    import os
+    import re
+    import subprocess
+
+    clip, terrain = "fair1_zombie_walk_zup.bvh", "noise"
+    env = dict(os.environ)
+    env.pop("BLENDER_USER_RESOURCES", None)  # its own private Blender user folder
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "diagnose.py"), clip, terrain,
+                           "--frames", "20", "22"], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    row = _row(clip, terrain)
+    for foot in row["feet"]:
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"{foot['limb']}: hover"))
+        assert f"knee {foot['knee_ratio']:.3f}x, hip {foot['hip_ratio']:.3f}x" in line, (line, foot["knee_ratio"])
+    assert out.count("source contacts (independent detector)") == len(row["feet"]) == 2
+    printed = re.findall(r"^\s+(\d+)\s+(?:-|contact|ball)\s", out, flags=re.M)
+    assert printed == ["20", "21", "22"] * 2, printed
