@@ -41,13 +41,16 @@ from .tuning import (
     FOOT_STEP,
     FORWARD_BIAS,
     GROUND_JUMP,
+    LIFT_SPEED,
     MAX_HELD_TURN,
     MAX_PITCH,
+    MIN_CONTACT,
     PELVIS_SPEED,
     PELVIS_TREND,
     PELVIS_TREND_FREE,
     PLANE_EPS,
     REACH_MARGIN,
+    ROLL_SPEED,
     SOFT_LOOSE,
     SOFT_REACH,
     SOFT_STEPS,
@@ -882,6 +885,26 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0)
         lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
+    # How far the animation has the sole off the ground it stands on, for the swing's gates (SWING_LIFT): over
+    # the ground of its contacts (the hover they carry taken off, `LockTrack.rise`), not over the animation's
+    # floor. A capture whose contacts stand 1.5-3% of the leg over its floor (a marker offset) read as lifted
+    # the moment the lock let go, and the clearance field lifted the foot off its tread at once while the
+    # source's was still down (cmu_12_01 over stairs: hover 1.06% of the leg in a source contact).
+    off_ground = clearance if lk is not None else lifted
+    if lk is not None and n > 1:
+        # ... but a front of the foot moving along the ground, faster than a ball that is down (ROLL_SPEED) up
+        # to one that has lifted (LIFT_SPEED), is on its way: it is lifted as before, by its height over the
+        # floor (cmu_01_01 over stairs: a toe sliding into a riser, left down, was yanked onto the step in one
+        # frame). Its speed over MIN_CONTACT seconds: a capture's repeated frames read as stops and jumps.
+        front = (foot.ball if foot.ball is not None else soles[-1]).reshape(foot.feet, -1, 3)
+        flat = front - (up * _dot(front.reshape(-1, 3), up)[:, None]).reshape(front.shape)
+        rows = flat.shape[1]
+        half = max(1, int(round(0.5 * MIN_CONTACT * fps)))
+        i = np.arange(rows)
+        lo, hi = np.maximum(i - half, 0), np.minimum(i + half, rows - 1)
+        speed = (norm(flat[:, hi] - flat[:, lo], axis=2) * fps / np.maximum(hi - lo, 1)).ravel()
+        moving = smoothstep((speed - ROLL_SPEED * leg) / ((LIFT_SPEED - ROLL_SPEED) * leg))
+        off_ground = moving * lifted + (1.0 - moving) * off_ground
     lift = up * window[:, None]
     anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())
     # The ray under the ankle, and those from the contacts around (from their own heights, whatever the
@@ -970,7 +993,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     swing = lk is not None and bool(lk.swing.any())
     if swing:
         assert lk is not None
-        gate = lk.swing * np.maximum(np.maximum(smoothstep(lifted / (SWING_LIFT * leg)), lk.free), lk.leaving)
+        gate = lk.swing * np.maximum(np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), lk.free), lk.leaving)
         rests = per_row(rest, n)
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None

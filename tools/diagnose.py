@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("clip")
     ap.add_argument("terrain", choices=quality.TERRAINS)
     ap.add_argument("--window", type=int, default=8, help="frames either side of a peak or of the worst hover")
+    ap.add_argument("--over", type=float, default=quality.INDEPENDENT_TARGETS["pops"],
+                    help="show the knee's and hip's peak where over this many times the source's (default: the target)")
     ap.add_argument("--frames", type=int, nargs=2, metavar=("FIRST", "LAST"), help="print these frames instead")
     args = ap.parse_args()
     measure = harness.module("core.measure")
@@ -108,7 +110,7 @@ def main() -> None:
         else:
             windows = []
             for name, a, b in (("knee", knee, sknee), ("hip", hip, ship)):
-                if b.max() > 0.0 and a.max() > quality.INDEPENDENT_TARGETS["pops"] * b.max():
+                if b.max() > 0.0 and a.max() > args.over * b.max():
                     i = int(a.argmax())
                     title = f"{name} peak {a.max():.0f} deg/s (source's {b.max():.0f})"
                     windows.append((title, i - args.window, i + args.window))
