@@ -769,6 +769,34 @@ def _solve_closed_rows(parts: list[_Rows]) -> list[_Solved]:
     return out
 
 
+def _front_speeds(jobs: list[tuple[BatchRig, int]], begun: list[_Staged | _Begun]) -> None:
+    """Each foot's `Foot.front_speed` (`model.front_speeds`) over all of its rig's rows, in place: the chunks
+    of a rig (first row 0, then on, one after another in `jobs`) joined, so a frame's speed is the same
+    wherever a chunk starts (a range bakes as the longer range of live preview plays it)."""
+    rigs: list[list[_Begun]] = []
+    for (_part, start), b in zip(jobs, begun):
+        if start == 0:
+            rigs.append([])
+        if isinstance(b, _Begun) and rigs:
+            rigs[-1].append(b)
+    for parts in rigs:
+        if not parts:
+            continue
+        fps = parts[0].rig.fps
+        up = np.concatenate([b.at.up for b in parts])
+        for k in range(len(parts[0].plan)):
+            feet = [b.plan[k] for b in parts]
+            if any(f.ball is None and not f.soles for f in feet):
+                continue  # no front to follow: taken as still
+            front = np.concatenate([f.ball if f.ball is not None else f.soles[-1] for f in feet])
+            speed = model.front_speeds(front, up, fps)
+            at = 0
+            for b in parts:
+                n = len(b.plan[k].joints[-1])
+                b.plan[k].front_speed = speed[at:at + n]
+                at += n
+
+
 def _stage_all(jobs: list[tuple[BatchRig, int]]) -> list[_Staged]:
     """Every chunk's foot plans and pelvis offset (before the pelvis's speed limit): chunks (rig, first row)
     of different rigs on one terrain over as many frames at one frame rate have the ground under their bodies
@@ -776,6 +804,7 @@ def _stage_all(jobs: list[tuple[BatchRig, int]]) -> list[_Staged]:
     (`model.plan_feet`: one cast per step for all of them, where a rig at a time paid numpy's cost per call a
     hundred times for a crowd). A rig's own chunks stay apart: they bound the memory of a long range."""
     begun = [part._stage_begin(start) for part, start in jobs]
+    _front_speeds(jobs, begun)
     out = [b if isinstance(b, _Staged) else None for b in begun]
     pending = {i: b for i, b in enumerate(begun) if isinstance(b, _Begun)}
     batches = _batches([(i, b.rig) for i, b in pending.items()],

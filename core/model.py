@@ -514,6 +514,9 @@ class Foot:
     # (N, 3) the ball (the toe bone's head; the toe tip without a toe bone), held while the foot rolls over it
     # (`LockTrack.ball`); None: the last sole point.
     ball: Optional[np.ndarray] = None
+    # (N,) how fast the front of the foot moves along the ground as animated (`front_speeds`, over all of a
+    # rig's rows: a chunk's own would depend on where it starts); None: not known (taken as still).
+    front_speed: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -767,6 +770,20 @@ def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -
     return np.add.reduce(drops, axis=0) / SOFT_STEPS, planned  # the mean
 
 
+def front_speeds(front: np.ndarray, up: np.ndarray, fps: float) -> np.ndarray:
+    """Per row, how fast `front` (N, 3: the front of a foot, frame by frame) moves along the ground (across
+    `up`, (N, 3)), in units per second: its move over MIN_CONTACT seconds around the row (one-sided at the
+    ends), so a capture's repeated frames do not read as stops and jumps. For `Foot.front_speed`."""
+    n = len(front)
+    if n < 2 or fps <= 0.0:
+        return np.zeros(n)
+    flat = front - up * _dot(front, up)[:, None]
+    half = max(1, int(round(0.5 * MIN_CONTACT * fps)))
+    i = np.arange(n)
+    lo, hi = np.maximum(i - half, 0), np.minimum(i + half, n - 1)
+    return norm(flat[hi] - flat[lo], axis=1) * fps / np.maximum(hi - lo, 1)  # type: ignore[no-any-return]
+
+
 def plan_feet(feet: list[Foot], at: Placement | list[Placement], rays: Rays, window: np.ndarray | list[np.ndarray],
               fps: float) -> list[FootPlan]:
     """`plan_foot` for several feet over as many frames: the feet whose sole points and joints are as many
@@ -800,6 +817,8 @@ def plan_feet(feet: list[Foot], at: Placement | list[Placement], rays: Rays, win
             rest_length=np.repeat([f.rest_length for f in group], n),
             use_lock=np.repeat([bool(f.use_lock) for f in group], n),
             ball=None if any(f.ball is None for f in group) else np.concatenate([f.ball for f in group]),
+            front_speed=None if any(f.front_speed is None for f in group)
+            else np.concatenate([f.front_speed for f in group]),
             lock=None if locks[0] is None else LockTrack(**{
                 name: np.concatenate([getattr(lk, name) for lk in locks]) for name in vars(locks[0])}),
             feet=k)
@@ -891,19 +910,12 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # the moment the lock let go, and the clearance field lifted the foot off its tread at once while the
     # source's was still down (cmu_12_01 over stairs: hover 1.06% of the leg in a source contact).
     off_ground = clearance if lk is not None else lifted
-    if lk is not None and n > 1:
+    if lk is not None and foot.front_speed is not None:
         # ... but a front of the foot moving along the ground, faster than a ball that is down (ROLL_SPEED) up
         # to one that has lifted (LIFT_SPEED), is on its way: it is lifted as before, by its height over the
         # floor (cmu_01_01 over stairs: a toe sliding into a riser, left down, was yanked onto the step in one
-        # frame). Its speed over MIN_CONTACT seconds: a capture's repeated frames read as stops and jumps.
-        front = (foot.ball if foot.ball is not None else soles[-1]).reshape(foot.feet, -1, 3)
-        flat = front - (up * _dot(front.reshape(-1, 3), up)[:, None]).reshape(front.shape)
-        rows = flat.shape[1]
-        half = max(1, int(round(0.5 * MIN_CONTACT * fps)))
-        i = np.arange(rows)
-        lo, hi = np.maximum(i - half, 0), np.minimum(i + half, rows - 1)
-        speed = (norm(flat[:, hi] - flat[:, lo], axis=2) * fps / np.maximum(hi - lo, 1)).ravel()
-        moving = smoothstep((speed - ROLL_SPEED * leg) / ((LIFT_SPEED - ROLL_SPEED) * leg))
+        # frame).
+        moving = smoothstep((foot.front_speed - ROLL_SPEED * leg) / ((LIFT_SPEED - ROLL_SPEED) * leg))
         off_ground = moving * lifted + (1.0 - moving) * off_ground
     lift = up * window[:, None]
     anchored_ground = lk is not None and bool(lk.from_weight.any() or lk.to_weight.any())

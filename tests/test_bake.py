@@ -638,3 +638,48 @@ def test_a_jump_beside_which_frames_are_kept_is_found_within_each_foot_planned_t
     got = model.beside_jump(np.concatenate([end, flat]), 0.5, runs=2)
     assert got[5:8].all() and not got[:5].any() and not got[8:].any()
     assert np.array_equal(got[:8], model.beside_jump(end, 0.5))
+
+
+@pytest.mark.parametrize("clip", ["cmu_12_01_walk.bvh", "fair1_jumping_zup.bvh"])
+def test_a_range_computes_the_same_in_whatever_chunks(clip):
+    """`BatchRig.compute` works through a long range in chunks (memory bounded). What the plan reads across
+    frames (`Foot.front_speed`: how fast the front of the foot moves, over several frames) is taken over the
+    rig's whole range, so every frame comes out the same however the range is cut: a range baked on its own
+    is cut elsewhere than live preview's longer range. (Taken over each chunk's own rows, a chunk's first and
+    last frames read a one-sided speed: cmu_01_01 over stairs in chunks of 20 frames moved a foot 0.4 rad.)"""
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import quality
+
+    batch, fkread, live, measure = (harness.module(f"core.{m}") for m in ("batch", "fkread", "live", "measure"))
+    contacts, handlers = harness.module("core.contacts"), harness.module("core.handlers")
+    built = {}
+    build = quality.build_terrain
+
+    def keep(*a, **k):
+        built["terrain"] = build(*a, **k)
+        return built["terrain"]
+
+    quality.build_terrain = keep
+    try:
+        quality.run_clip(harness.MOCAP / clip, "stairs")
+    finally:
+        quality.build_terrain = build
+    scene = bpy.context.scene
+    obj = next(o for o in scene.objects if o.type == "ARMATURE" and o.contact_ik.limbs)
+    terrain = handlers.caches.terrain.get([built["terrain"]], bpy.context.evaluated_depsgraph_get())
+    start, end = scene.frame_start, scene.frame_end
+    out = {}
+    for chunk in (10 ** 6, 20):
+        live.restore_all([obj])
+        rig = batch.BatchRig(obj, terrain, end - start + 1, start, contacts.fps_of(scene))
+        with measure.playing_source(obj, scene):  # the source, as Plant Feet reads it
+            if fkread.read_rigs([rig], scene, restore=False)[0] is not None:
+                for i, f in enumerate(range(start, end + 1)):
+                    scene.frame_set(f)
+                    rig.read(i)
+        out[chunk] = rig.compute(chunk=chunk)
+    assert out[20].keys() == out[10 ** 6].keys()
+    worst = max(float(np.abs(out[20][key][0] - values).max()) for key, (values, _w) in out[10 ** 6].items())
+    assert worst == 0.0, worst

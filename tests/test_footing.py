@@ -370,9 +370,9 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
                            free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
                            leaving=0 * one, turning=0 * one, heading=0 * one, twist=0 * one)
-    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
-                      ball=ball)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
+                      ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
     plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(n), fps)
     return plan.target[:, 2] - ankle[:, 2] + drop
 
