@@ -904,7 +904,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0)
         lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
-    # How far the animation has the sole off the ground it stands on, for the swing's gates (SWING_LIFT): over
+    # How far the animation has the sole off the ground it stands on, for the clearance field's gate
+    # (SWING_LIFT; the swing line's keeps `lifted`): over
     # the ground of its contacts (the hover they carry taken off, `LockTrack.rise`), not over the animation's
     # floor. A capture whose contacts stand 1.5-3% of the leg over its floor (a marker offset) read as lifted
     # the moment the lock let go, and the clearance field lifted the foot off its tread at once while the

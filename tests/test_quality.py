@@ -133,5 +133,5 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
         line = next(ln for ln in out.splitlines() if ln.startswith(f"{foot['limb']}: hover"))
         assert f"knee {foot['knee_ratio']:.3f}x, hip {foot['hip_ratio']:.3f}x" in line, (line, foot["knee_ratio"])
     assert out.count("source contacts (independent detector)") == len(row["feet"]) == 2
-    printed = re.findall(r"^\s+(\d+)\s+(?:-|contact|ball)\s", out, flags=re.M)
+    printed = re.findall(r"^\s+(\d+)\s+(?:outside|contact|ball)\s", out, flags=re.M)
     assert printed == ["20", "21", "22"] * 2, printed

@@ -10,7 +10,7 @@ noise, rings. For each foot it prints:
 - the source's contacts as the independent detector finds them beside Contact IK's own contacts (first and
   last frame, the frames it holds the ball on), and how many frames of each source contact the model holds;
 - around the knee's and the hip's peak speed (where over 1.2x the source's), around the worst hover, or over
-  --frames: per frame what the model holds (-, contact, ball), the knee and hip speed beside the source's
+  --frames: per frame what the model holds (outside, contact, ball), the knee and hip speed beside the source's
   (deg/s), and the heel, ball and toe tip over the terrain under each (ours, by ray cast) beside the source's
   over its own floor, in % of the leg.
 
@@ -32,8 +32,6 @@ import harness  # noqa: E402  (Blender with a private user folder and the built 
 import numpy as np  # noqa: E402
 import quality  # noqa: E402
 
-HELD = ("-", "contact", "ball")  # `measure.held_frames`: 0, 1, 2
-
 
 def clip_named(name: str) -> pathlib.Path:
     path = pathlib.Path(name)
@@ -45,12 +43,6 @@ def speeds(rotations: list[Any], fps: float) -> np.ndarray:
     metrics = harness.module("core.metrics")
     w = metrics.angular_velocities(rotations, fps)
     return np.concatenate([[0.0], np.degrees(np.linalg.norm(w, axis=1))])
-
-
-def spans(mask: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of True (first, last index)."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def main() -> None:
@@ -127,7 +119,8 @@ def main() -> None:
                 over = (pts[:, 2] - ground.heights(pts)) / leg * 100.0
                 src = (np.array([s.heel[k][2], s.ball[k][2], s.tip[k][2]]) - floor) / leg * 100.0
                 speed = f"{knee[k]:5.0f} ({sknee[k]:4.0f})  {hip[k]:5.0f} ({ship[k]:4.0f})"
-                print(f"    {frames[k]:5d}  {HELD[int(state[k])]:7s} {speed}   " + " ".join(f"{v:+6.2f}" for v in over)
+                kind = measure.HELD_KINDS[int(state[k])]
+                print(f"    {frames[k]:5d}  {kind:7s} {speed}   " + " ".join(f"{v:+6.2f}" for v in over)
                       + "  (" + " ".join(f"{v:+6.2f}" for v in src) + ")")
 
 
