@@ -39,7 +39,7 @@ from mathutils.bvhtree import BVHTree
 
 from .anatomy import deform_name
 from .contacts import fps_of
-from .metrics import angular_peaks, playing_source
+from .metrics import angular_peaks, angular_velocities, playing_source
 
 UP = np.array([0.0, 0.0, 1.0])
 CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's floor...
@@ -338,6 +338,12 @@ class FootQuality:
     # floor: hover <= 1% moves the ball or toe tip more than the identity's 0.5% (only a heel lowered alone, the
     # foot turned heel-down about its ball, could reach the ground there).
     source_hover_judged_rel: float = 0.0
+    # Where the pop is: the frame (index into the measured frames, the one the step ends on) of the knee's or
+    # the hip's peak speed, whichever is the larger over the source's (-1: none), and what lies there
+    # (`pop_place`): the range's first or last POP_EDGE seconds, a landing or a lift-off of the model's (within
+    # POP_NEAR seconds of one), or else what the model holds ("outside": a swing); "" where nothing is known.
+    pop_frame: int = -1
+    pop_where: str = ""
 
     @property
     def penetration_rel(self) -> float:
@@ -369,6 +375,41 @@ class FootQuality:
 
 
 HELD_KINDS = ("outside", "contact", "ball")  # `held_frames`: 0, 1, 2
+POP_EDGE = 0.15  # s: a pop this near the range's first or last frame is placed there (a report, not tuned)
+POP_NEAR = 0.1  # s: ... or this near a landing or a lift-off of the model's
+
+
+def pop_place(frame: int, count: int, fps: float, state: Optional[np.ndarray] = None) -> str:
+    """Where a pop on `frame` (of `count` measured frames) lies: "range start" or "range end" (within
+    POP_EDGE seconds), "landing" or "lift-off" (within POP_NEAR seconds of the model starting or ending a hold
+    of the foot, the nearer), else what the model holds there (`HELD_KINDS`); "" without `state` (`held_frames`)
+    outside the range's ends."""
+    if frame < 0:
+        return ""
+    edge = POP_EDGE * fps
+    if frame <= edge:
+        return "range start"
+    if count - 1 - frame <= edge:
+        return "range end"
+    if state is None:
+        return ""
+    held = np.asarray(state) > 0
+    change = np.flatnonzero(held[1:] != held[:-1]) + 1  # the first frame after each change
+    if len(change):
+        j = int(change[np.argmin(np.abs(change - frame))])
+        if abs(j - frame) <= POP_NEAR * fps:
+            return "landing" if held[j] else "lift-off"
+    return HELD_KINDS[int(state[frame])]
+
+
+def _peak_frame(rotations: list[Any], fps: float, skip: Optional[np.ndarray]) -> int:
+    """The frame the step of the largest angular speed ends on (`angular_peaks`' speed), -1 for none."""
+    if len(rotations) < 2:
+        return -1
+    speeds = np.linalg.norm(angular_velocities(rotations, fps), axis=1)
+    if skip is not None:
+        speeds = np.where(np.asarray(skip, dtype=bool), -1.0, speeds)
+    return int(np.argmax(speeds)) + 1
 
 
 def held_frames(obj: bpy.types.Object, frames: Sequence[int], fps: float) -> dict[str, np.ndarray]:
@@ -452,10 +493,14 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         skv, ska = angular_peaks(src.knee, fps, cut)
         hv, ha = angular_peaks(got.hip, fps, cut)
         shv, sha = angular_peaks(src.hip, fps, cut)
+        knee_over = kv / skv if skv else 0.0
+        hip_over = hv / shv if shv else 0.0
+        pop_frame = _peak_frame(got.knee if knee_over >= hip_over else got.hip, fps, cut)
+        pop_where = pop_place(pop_frame, len(got.ball), fps, state)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
                                ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
-                               max(0.0, judged_hover) / leg))
+                               max(0.0, judged_hover) / leg, pop_frame, pop_where))
     return out
 
 

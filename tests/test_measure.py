@@ -160,6 +160,49 @@ def test_a_miss_is_placed_against_what_the_model_held_and_the_figures_do_not_dep
     assert text.startswith("L: hover 4.0%") and "ball hold" in text and "skate 3.0%" in text and "100% of" in text
 
 
+def test_a_pop_is_placed_at_the_range_ends_a_landing_a_lift_off_or_in_what_the_model_holds():
+    """Issue 20 (deliver 1, the kind of each miss): the frame of the larger of the knee's and the hip's peaks
+    over the source's, and where it lies: the range's first or last 0.15 s, within 0.1 s of the model starting
+    or ending a hold of the foot, else what the model holds there; the figures do not depend on it. The quality
+    table says so per miss and counts them per half (`tools/quality.py` `miss_kinds`, `pops_table`)."""
+    n = 60
+
+    def knee(snap: int) -> list[Quaternion]:  # a knee turning slowly, snapping 0.3 rad on the step into `snap`
+        return [Quaternion((1.0, 0.0, 0.0), 0.01 * i + (0.3 if i >= snap else 0.0)) for i in range(n)]
+
+    def ours(snap: int) -> dict[str, measure.Samples]:
+        s = _walk_samples(n)
+        s.knee = knee(snap)
+        return {"L": s}
+
+    source = _walk_samples(n)
+    source.knee = knee(n)
+    state = np.zeros(n, dtype=np.int8)
+    state[0:30] = 1  # the model holds the foot over frames 0-29 (lifts off on 30) and again from 48 (lands)
+    state[48:] = 2
+    where = {}
+    for snap in (2, 31, 40, 47, 57):
+        (q,) = measure.compare({"L": source}, ours(snap), {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
+        (bare,) = measure.compare({"L": source}, ours(snap), {"L": LEG}, measure.Plane(0.0), FPS)
+        assert q.pop_frame == bare.pop_frame == snap and q.knee_ratio > 1.2
+        skip = ("hover_held", "skate_held_share", "pop_where")
+        assert {k: v for k, v in q.as_dict().items() if k not in skip} == \
+            {k: v for k, v in bare.as_dict().items() if k not in skip}
+        where[snap] = (q.pop_where, bare.pop_where)
+    assert where == {2: ("range start", "range start"), 31: ("lift-off", ""), 40: ("outside", ""),
+                     47: ("landing", ""), 57: ("range end", "range end")}
+    state[48:] = 0
+    state[35:45] = 2  # a ball hold over frames 35-44: frame 40 lies inside it, 5 frames from either end
+    (q,) = measure.compare({"L": source}, ours(40), {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
+    assert q.pop_where == "ball"
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import quality  # noqa: PLC0415
+
+    row = {"clip": "cmu_12_01_walk.bvh", "terrain": "stairs", "feet": [{"limb": "L", "independent": q.as_dict()}]}
+    assert "the peak in a ball hold" in quality.miss_kinds(row)
+    assert quality.pops_table([row])[2] == "| tuning | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 |"
+
+
 def test_pops_are_not_counted_across_a_cut_in_the_source():
     """Where the source itself cuts (an NLA repeat's seam snapping the body back: every ball jumps at once),
     the knee's change on that step is not a pop, in the source or in ours; a knee snapping anywhere else is."""

@@ -296,6 +296,13 @@ HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", 
              "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
 
 
+POP_WHERE = ("range start", "range end", "landing", "lift-off", "contact", "ball", "outside")
+POP_TEXT = {"range start": "the peak in the range's first 0.15 s", "range end": "the peak in the range's last 0.15 s",
+            "landing": "the peak at a landing of the model's", "lift-off": "the peak at a lift-off of the model's",
+            "contact": "the peak in a contact of the model's", "ball": "the peak in a ball hold of the model's",
+            "outside": "the peak in a swing (no hold of the model's near)"}
+
+
 def miss_kinds(row: dict[str, Any]) -> str:
     """What kind of failure each independent miss of a run is, foot by foot: for hover, how high the worst
     frame is beside the source's own worst and what the model held the foot on there (`measure.held_frames`);
@@ -321,7 +328,9 @@ def miss_kinds(row: dict[str, Any]) -> str:
                 held = f", {share:.0%} of that source contact held by the model" if math.isfinite(share) else ""
                 why.append(f"skate {q['skate_max_rel']:.1%} (the source's {q['source_skate_max_rel']:.1%}){held}")
         if max(q["knee_ratio"], q["hip_ratio"]) > t["pops"]:
-            why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed")
+            where = POP_TEXT.get(q.get("pop_where", ""), "")
+            why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed"
+                       + (f", {where}" if where else ""))
         if judged("identity", row) and q["identity_max_rel"] > t["identity"]:
             why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor")
         both = contradicted(row).get(f["limb"])
@@ -350,6 +359,20 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
                                                              for k in ("outside", "ball", "contact"))
                    + f" | {len(skate)} | {sum(x == 0.0 for x in shares)} | {sum(0.0 < x < 1.0 for x in shares)} | "
                    f"{sum(x == 1.0 for x in shares)} |")
+    return out
+
+
+def pops_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: the feet that miss pops (independent), per declared half, by where the larger of their knee's
+    and hip's peaks over the source's lies (`measure.pop_place`)."""
+    t = INDEPENDENT_TARGETS
+    out = ["| half | feet missing pops | range's first 0.15 s | last 0.15 s | at a landing | at a lift-off | "
+           "in a contact | in a ball hold | in a swing |", "|---|---|---|---|---|---|---|---|---|"]
+    for half in ("tuning", "check"):
+        feet = [f["independent"] for r in rows if corpus.half(r["clip"]) == half for f in r["feet"]
+                if f.get("independent") and max(f["independent"]["knee_ratio"], f["independent"]["hip_ratio"]) > t["pops"]]
+        out.append(f"| {half} | {len(feet)} | " + " | ".join(str(sum(q.get('pop_where') == k for q in feet))
+                                                            for k in POP_WHERE) + " |")
     return out
 
 
@@ -531,6 +554,10 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             "(too brief, or the ankle never came to rest); a skate miss over a contact the model held wholly is a "
             "foot turning about the ankle it locked, its ball sweeping:", ""]
     out += kinds_table(rows)
+    out += ["", "Where the pops lie (feet missing the knee and hip target, per half), by the frame of the larger of "
+            "the knee's and the hip's peaks over the source's: in the range's first or last 0.15 s, within 0.1 s of "
+            "a landing or a lift-off of the model's, else in what the model holds there:", ""]
+    out += pops_table(rows)
     pinned = {p.name for p in harness.MOCAP.glob("*.bvh")}
     misses = []
     for r in rows:
