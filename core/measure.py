@@ -39,7 +39,7 @@ from mathutils.bvhtree import BVHTree
 
 from .anatomy import deform_name
 from .contacts import fps_of
-from .metrics import angular_peaks, angular_velocities, playing_source
+from .metrics import angular_peaks, angular_peaks_at, playing_source
 
 UP = np.array([0.0, 0.0, 1.0])
 CONTACT_HEIGHT = 0.03  # x leg: the ball or toe tip this close to the source's floor...
@@ -402,16 +402,6 @@ def pop_place(frame: int, count: int, fps: float, state: Optional[np.ndarray] = 
     return HELD_KINDS[int(state[frame])]
 
 
-def _peak_frame(rotations: list[Any], fps: float, skip: Optional[np.ndarray]) -> int:
-    """The frame the step of the largest angular speed ends on (`angular_peaks`' speed), -1 for none."""
-    if len(rotations) < 2:
-        return -1
-    speeds = np.linalg.norm(angular_velocities(rotations, fps), axis=1)
-    if skip is not None:
-        speeds = np.where(np.asarray(skip, dtype=bool), -1.0, speeds)
-    return int(np.argmax(speeds)) + 1
-
-
 def held_frames(obj: bpy.types.Object, frames: Sequence[int], fps: float) -> dict[str, np.ndarray]:
     """Per foot limb (by name), what the model holds on each of `frames`, from its own lock track
     (`contacts.locks_over`, as the plan reads it): 0 nothing (a swing, a source contact it found none for, or
@@ -489,13 +479,11 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         src_low = src.skeleton()[..., 2].min(axis=1) - floor.z  # the lower of the ball and the toe tip
         judged_hover = max((float(src_low[a:b + 1][~excluded[a:b + 1]].max()) for a, b in contacts
                             if (~excluded[a:b + 1]).any()), default=0.0)
-        kv, ka = angular_peaks(got.knee, fps, cut)
+        kv, ka, knee_at = angular_peaks_at(got.knee, fps, cut)
         skv, ska = angular_peaks(src.knee, fps, cut)
-        hv, ha = angular_peaks(got.hip, fps, cut)
+        hv, ha, hip_at = angular_peaks_at(got.hip, fps, cut)
         shv, sha = angular_peaks(src.hip, fps, cut)
-        knee_over = kv / skv if skv else 0.0
-        hip_over = hv / shv if shv else 0.0
-        pop_frame = _peak_frame(got.knee if knee_over >= hip_over else got.hip, fps, cut)
+        pop_frame = knee_at if (kv / skv if skv else 0.0) >= (hv / shv if shv else 0.0) else hip_at
         pop_where = pop_place(pop_frame, len(got.ball), fps, state)
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,

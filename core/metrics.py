@@ -202,16 +202,24 @@ def angular_velocities(rotations: list[Any], fps: float) -> np.ndarray:
 def angular_peaks(rotations: list[Any], fps: float, skip: Optional[np.ndarray] = None) -> tuple[float, float]:
     """Largest angular speed (deg/s) and angular acceleration (deg/s^2) of a sequence of rotations, leaving
     out the steps from one rotation to the next that `skip` marks (a cut in the animation)."""
+    speed, acc, _frame = angular_peaks_at(rotations, fps, skip)
+    return speed, acc
+
+
+def angular_peaks_at(rotations: list[Any], fps: float,
+                     skip: Optional[np.ndarray] = None) -> tuple[float, float, int]:
+    """`angular_peaks`, and the index of the rotation the fastest step ends on (-1: no step)."""
     if len(rotations) < 2:
-        return 0.0, 0.0
+        return 0.0, 0.0, -1
     w = angular_velocities(rotations, fps)
     keep = np.ones(len(w), dtype=bool) if skip is None else ~np.asarray(skip, dtype=bool)
     speeds = np.degrees(np.linalg.norm(w, axis=1))
-    speed = speeds[keep].max() if keep.any() else 0.0
+    frame = int(np.flatnonzero(keep)[np.argmax(speeds[keep])]) + 1 if keep.any() else -1
+    speed = speeds[frame - 1] if keep.any() else 0.0
     accs = np.degrees(np.linalg.norm(np.diff(w, axis=0), axis=1)) * fps
     both = keep[1:] & keep[:-1]
     acc = accs[both].max() if both.any() else 0.0
-    return float(speed), float(acc)
+    return float(speed), float(acc), frame
 
 
 def measure(obj: bpy.types.Object, ground: Any, frames: list[int], scene: bpy.types.Scene) -> list[LimbMetrics]:

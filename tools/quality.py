@@ -296,11 +296,18 @@ HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", 
              "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
 
 
+# Where a pop lies (`measure.pop_place`), in the order the table counts them, and in words.
 POP_WHERE = ("range start", "range end", "landing", "lift-off", "contact", "ball", "outside")
-POP_TEXT = {"range start": "the peak in the range's first 0.15 s", "range end": "the peak in the range's last 0.15 s",
+
+
+def pop_text(where: str) -> str:
+    """A pop's place (`measure.pop_place`) in words, with the measure's own spans; "" for none."""
+    m = harness.module("core.measure")
+    return {"range start": f"the peak in the range's first {m.POP_EDGE:g} s",
+            "range end": f"the peak in the range's last {m.POP_EDGE:g} s",
             "landing": "the peak at a landing of the model's", "lift-off": "the peak at a lift-off of the model's",
             "contact": "the peak in a contact of the model's", "ball": "the peak in a ball hold of the model's",
-            "outside": "the peak in a swing (no hold of the model's near)"}
+            "outside": "the peak in a swing (no hold of the model's near)"}.get(where, "")
 
 
 def miss_kinds(row: dict[str, Any]) -> str:
@@ -328,7 +335,7 @@ def miss_kinds(row: dict[str, Any]) -> str:
                 held = f", {share:.0%} of that source contact held by the model" if math.isfinite(share) else ""
                 why.append(f"skate {q['skate_max_rel']:.1%} (the source's {q['source_skate_max_rel']:.1%}){held}")
         if max(q["knee_ratio"], q["hip_ratio"]) > t["pops"]:
-            where = POP_TEXT.get(q.get("pop_where", ""), "")
+            where = pop_text(q.get("pop_where", ""))
             why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed"
                        + (f", {where}" if where else ""))
         if judged("identity", row) and q["identity_max_rel"] > t["identity"]:
@@ -366,7 +373,8 @@ def pops_table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: the feet that miss pops (independent), per declared half, by where the larger of their knee's
     and hip's peaks over the source's lies (`measure.pop_place`)."""
     t = INDEPENDENT_TARGETS
-    out = ["| half | feet missing pops | range's first 0.15 s | last 0.15 s | at a landing | at a lift-off | "
+    edge = harness.module("core.measure").POP_EDGE
+    out = [f"| half | feet missing pops | range's first {edge:g} s | last {edge:g} s | at a landing | at a lift-off | "
            "in a contact | in a ball hold | in a swing |", "|---|---|---|---|---|---|---|---|---|"]
     for half in ("tuning", "check"):
         feet = [f["independent"] for r in rows if corpus.half(r["clip"]) == half for f in r["feet"]
@@ -554,9 +562,11 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             "(too brief, or the ankle never came to rest); a skate miss over a contact the model held wholly is a "
             "foot turning about the ankle it locked, its ball sweeping:", ""]
     out += kinds_table(rows)
+    m = harness.module("core.measure")
     out += ["", "Where the pops lie (feet missing the knee and hip target, per half), by the frame of the larger of "
-            "the knee's and the hip's peaks over the source's: in the range's first or last 0.15 s, within 0.1 s of "
-            "a landing or a lift-off of the model's, else in what the model holds there:", ""]
+            f"the knee's and the hip's peaks over the source's: in the range's first or last {m.POP_EDGE:g} s, "
+            f"within {m.POP_NEAR:g} s of a landing or a lift-off of the model's, else in what the model holds there:",
+            ""]
     out += pops_table(rows)
     pinned = {p.name for p in harness.MOCAP.glob("*.bvh")}
     misses = []
