@@ -60,6 +60,9 @@ class Carried:
 
     pelvis: np.ndarray  # added to the pelvis offset (never above 0)
     feet: dict[int, np.ndarray]  # per foot (by its index in the settings' limbs), added to its target's height
+    # Per foot (by limb index): how fast its front moved along the ground (`Foot.front_speed`, read over many
+    # frames), in place of the one frame's (none: still).
+    front: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -158,6 +161,10 @@ class BatchRig(RigReader):
         self.pelvis_delta: Optional[np.ndarray] = None
         # Per foot (by its index in the settings' limbs): what the smoothing changed in its target's height.
         self.foot_delta: dict[int, np.ndarray] = {}
+        # Set by `compute` (`_front_speeds`): per foot (by limb index), `Foot.front_speed` over every row; and
+        # what `Carried` gives in its place (live preview's fallback), or None.
+        self.front_speed: dict[int, np.ndarray] = {}
+        self.front_carried: Optional[dict[int, np.ndarray]] = None
 
     def compute(self, chunk: int = 1024, carried: Optional[Carried] = None) -> Channels:
         """Per driven bone and channel: (values (N, size), written (N,) bool). Computed in chunks, so memory
@@ -211,6 +218,7 @@ class BatchRig(RigReader):
         if self.pelvis_delta is not None:
             self.pelvis_delta = self.pelvis_delta[keep]
         self.foot_delta = {k: v[keep] for k, v in self.foot_delta.items()}
+        self.front_speed = {k: v[keep] for k, v in self.front_speed.items()}
         return {key: (values[keep], written[keep]) for key, (values, written) in out.items()}
 
     def channel_values(self, out: Channels, channels: list[Channel]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
@@ -625,6 +633,8 @@ def compute_all(rigs: list[BatchRig], chunk: int = 1024, carried: Optional[list[
     staged together (`_stage_all`), each rig's pelvis limited and feet smoothed on its own, then their
     chunks finished together (`_finish_all`). Each rig's result is exactly the one it computes alone."""
     carried = carried if carried is not None else [None] * len(rigs)
+    for rig, c in zip(rigs, carried):
+        rig.front_speed, rig.front_carried = {}, (c.front if c is not None else None)  # shared with its chunks
     chunks = [rig._chunks(chunk) for rig in rigs]
     staged = _stage_all([job for jobs in chunks for job in jobs])
     parts, settled, at = [], [], 0
@@ -772,7 +782,9 @@ def _solve_closed_rows(parts: list[_Rows]) -> list[_Solved]:
 def _front_speeds(jobs: list[tuple[BatchRig, int]], begun: list[_Staged | _Begun]) -> None:
     """Each foot's `Foot.front_speed` (`model.front_speeds`) over all of its rig's rows, in place: the chunks
     of a rig (first row 0, then on, one after another in `jobs`) joined, so a frame's speed is the same
-    wherever a chunk starts (a range bakes as the longer range of live preview plays it)."""
+    wherever a chunk starts (a range bakes as the longer range of live preview plays it). Kept in the rig's
+    `front_speed` (its chunks share it); where the rig has one carried (`Carried.front`: live preview's
+    fallback over one frame, which has no frames around to read a speed over), that one."""
     rigs: list[list[_Begun]] = []
     for (_part, start), b in zip(jobs, begun):
         if start == 0:
@@ -782,14 +794,20 @@ def _front_speeds(jobs: list[tuple[BatchRig, int]], begun: list[_Staged | _Begun
     for parts in rigs:
         if not parts:
             continue
-        fps = parts[0].rig.fps
+        rig = parts[0].rig
         up = np.concatenate([b.at.up for b in parts])
         for k in range(len(parts[0].plan)):
             feet = [b.plan[k] for b in parts]
             if any(f.ball is None and not f.soles for f in feet):
                 continue  # no front to follow: taken as still
-            front = np.concatenate([f.ball if f.ball is not None else f.soles[-1] for f in feet])
-            speed = model.front_speeds(front, up, fps)
+            index = parts[0].feet[k].index
+            carried = rig.front_carried.get(index) if rig.front_carried is not None else None
+            if carried is not None and len(carried) == len(up):
+                speed = carried
+            else:
+                front = np.concatenate([f.ball if f.ball is not None else f.soles[-1] for f in feet])
+                speed = model.front_speeds(front, up, rig.fps)
+            rig.front_speed[index] = speed
             at = 0
             for b in parts:
                 n = len(b.plan[k].joints[-1])

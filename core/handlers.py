@@ -74,7 +74,7 @@ def _forget_removed() -> None:
     names = {o.name for o in bpy.data.objects}
     for name in [n for n in live.live_rigs if n not in names]:
         live.live_rigs.discard(name)
-    for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet, caches.setups):
+    for cache in (caches.rigs, caches.frames, caches.pelvis, caches.feet, caches.fronts, caches.setups):
         for name in [n for n in cache if n not in names]:
             del cache[name]
     caches.layers.intersection_update(names)

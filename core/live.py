@@ -130,11 +130,13 @@ def solve_and_remember(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) ->
 
 def _carried(name: str, frame: int) -> Optional[Carried]:
     """What the pelvis's speed limit and the feet's smoothing did to `frame` when the rig's frame cache was
-    last built (`state.caches.pelvis`, `state.caches.feet`): exact when nothing they depend on changed
-    since (undo, redo, an edit elsewhere); otherwise the cache is back a moment later. None: no cache yet."""
+    last built, and how fast each foot's front moved there (`state.caches.pelvis`, `feet`, `fronts`): exact
+    when nothing they depend on changed since (undo, redo, an edit elsewhere); otherwise the cache is back a
+    moment later. None: no cache yet."""
     delta = caches.pelvis.get(name)
     smoothed = caches.feet.get(name)
-    if delta is None and smoothed is None:
+    fronts = caches.fronts.get(name)
+    if delta is None and smoothed is None and fronts is None:
         return None
     pelvis = 0.0
     if delta is not None and 0 <= frame - delta[0] < len(delta[1]):
@@ -143,7 +145,11 @@ def _carried(name: str, frame: int) -> Optional[Carried]:
     if smoothed is not None:
         i = frame - smoothed[0]
         feet = {k: np.array([float(v[i])]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
-    return Carried(np.array([pelvis]), feet)
+    front = {}
+    if fronts is not None:
+        i = frame - fronts[0]
+        front = {k: np.array([float(v[i])]) for k, v in fronts[1].items() if 0 <= i < len(v)}
+    return Carried(np.array([pelvis]), feet, front)
 
 
 def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
@@ -383,6 +389,7 @@ def _store(obj: bpy.types.Object, rig: batch.BatchRig, out: batch.Channels, star
     if rig.pelvis_delta is not None:
         caches.pelvis[obj.name] = (start, rig.pelvis_delta.copy())
     caches.feet[obj.name] = (start, {k: v.copy() for k, v in rig.foot_delta.items()})
+    caches.fronts[obj.name] = (start, {k: v.copy() for k, v in rig.front_speed.items()})
     return cache
 
 

@@ -40,6 +40,9 @@ class Caches:
         # Per rig: (first frame, per foot by limb index: the per-frame change) made by the smoothing of the
         # feet between contacts (`model.swing_smoothing`), kept and used the same way.
         self.feet: dict[str, tuple[int, dict[int, Any]]] = {}
+        # Per rig: (first frame, per foot by limb index: how fast its front moved along the ground, over the
+        # frames around each, `model.front_speeds`), kept and used the same way (one frame has no frames around).
+        self.fronts: dict[str, tuple[int, dict[int, Any]]] = {}
         # Per rig: live preview's fallback's set-up (`batch.BatchRig` over one frame: the limbs, soles, bone
         # indices and lock points read from the settings, the armature and the terrain), reused from frame to
         # frame until anything it read is edited (`drop_setups`).
@@ -56,6 +59,7 @@ class Caches:
         self.frames.clear()
         self.pelvis.clear()
         self.feet.clear()
+        self.fronts.clear()
         self.layers.clear()
         self.drop_setups()
 
