@@ -640,20 +640,14 @@ def test_a_jump_beside_which_frames_are_kept_is_found_within_each_foot_planned_t
     assert np.array_equal(got[:8], model.beside_jump(end, 0.5))
 
 
-@pytest.mark.parametrize("clip", ["cmu_12_01_walk.bvh", "fair1_jumping_zup.bvh"])
-def test_a_range_computes_the_same_in_whatever_chunks(clip):
-    """`BatchRig.compute` works through a long range in chunks (memory bounded). What the plan reads across
-    frames (`Foot.front_speed`: how fast the front of the foot moves, over several frames) is taken over the
-    rig's whole range, so every frame comes out the same however the range is cut: a range baked on its own
-    is cut elsewhere than live preview's longer range. (Taken over each chunk's own rows, a chunk's first and
-    last frames read a one-sided speed: cmu_01_01 over stairs in chunks of 20 frames moved a foot 0.4 rad.)"""
+def _baked_on_stairs(clip: str):
+    """`clip` from tests/data baked over stairs as make quality bakes it: the armature and the terrain."""
     import sys
 
     sys.path.insert(0, str(harness.ROOT / "tools"))
     import quality
 
-    batch, fkread, live, measure = (harness.module(f"core.{m}") for m in ("batch", "fkread", "live", "measure"))
-    contacts, handlers = harness.module("core.contacts"), harness.module("core.handlers")
+    handlers = harness.module("core.handlers")
     built = {}
     build = quality.build_terrain
 
@@ -666,19 +660,38 @@ def test_a_range_computes_the_same_in_whatever_chunks(clip):
         quality.run_clip(harness.MOCAP / clip, "stairs")
     finally:
         quality.build_terrain = build
+    obj = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE" and o.contact_ik.limbs)
+    return obj, handlers.caches.terrain.get([built["terrain"]], bpy.context.evaluated_depsgraph_get())
+
+
+def _source_read(obj, terrain):
+    """A `BatchRig` over the scene's range read from what `obj` plays (inside `measure.playing_source`: its
+    source)."""
+    fkread, contacts = harness.module("core.fkread"), harness.module("core.contacts")
     scene = bpy.context.scene
-    obj = next(o for o in scene.objects if o.type == "ARMATURE" and o.contact_ik.limbs)
-    terrain = handlers.caches.terrain.get([built["terrain"]], bpy.context.evaluated_depsgraph_get())
     start, end = scene.frame_start, scene.frame_end
+    rig = batch.BatchRig(obj, terrain, end - start + 1, start, contacts.fps_of(scene))
+    if fkread.read_rigs([rig], scene, restore=False)[0] is not None:  # else read by the sweep
+        for i, f in enumerate(range(start, end + 1)):
+            scene.frame_set(f)
+            rig.read(i)
+    return rig
+
+
+@pytest.mark.parametrize("clip", ["cmu_12_01_walk.bvh", "fair1_jumping_zup.bvh"])
+def test_a_range_computes_the_same_in_whatever_chunks(clip):
+    """`BatchRig.compute` works through a long range in chunks (memory bounded). What the plan reads across
+    frames (`Foot.front_speed`: how fast the front of the foot moves, over several frames) is taken over the
+    rig's whole range, so every frame comes out the same however the range is cut: a range baked on its own
+    is cut elsewhere than live preview's longer range. (Taken over each chunk's own rows, a chunk's first and
+    last frames read a one-sided speed: cmu_01_01 over stairs in chunks of 20 frames moved a foot 0.4 rad.)"""
+    measure = harness.module("core.measure")
+    obj, terrain = _baked_on_stairs(clip)
     out = {}
     for chunk in (10 ** 6, 20):
         live.restore_all([obj])
-        rig = batch.BatchRig(obj, terrain, end - start + 1, start, contacts.fps_of(scene))
-        with measure.playing_source(obj, scene):  # the source, as Plant Feet reads it
-            if fkread.read_rigs([rig], scene, restore=False)[0] is not None:
-                for i, f in enumerate(range(start, end + 1)):
-                    scene.frame_set(f)
-                    rig.read(i)
+        with measure.playing_source(obj, bpy.context.scene):  # the source, as Plant Feet reads it
+            rig = _source_read(obj, terrain)
         out[chunk] = rig.compute(chunk=chunk)
     assert out[20].keys() == out[10 ** 6].keys()
     worst = max(float(np.abs(out[20][key][0] - values).max()) for key, (values, _w) in out[10 ** 6].items())
@@ -694,38 +707,15 @@ def test_live_previews_fallback_plants_a_frame_as_the_whole_range_does(clip):
     its way and clears the terrain around it). With nothing carried for that speed, one frame read its
     front as still, and a foot beside a riser came out turned up to 0.44 rad from the bake (cmu_12_01 over
     stairs, Right Foot, frame 182; fair1_jumping: 0.27 rad)."""
-    import sys
-
-    sys.path.insert(0, str(harness.ROOT / "tools"))
-    import quality
-
-    fkread, measure = harness.module("core.fkread"), harness.module("core.measure")
-    contacts, handlers = harness.module("core.contacts"), harness.module("core.handlers")
-    built = {}
-    build = quality.build_terrain
-
-    def keep(*a, **k):
-        built["terrain"] = build(*a, **k)
-        return built["terrain"]
-
-    quality.build_terrain = keep
-    try:
-        quality.run_clip(harness.MOCAP / clip, "stairs")
-    finally:
-        quality.build_terrain = build
+    measure = harness.module("core.measure")
+    obj, terrain = _baked_on_stairs(clip)
     scene = bpy.context.scene
-    obj = next(o for o in scene.objects if o.type == "ARMATURE" and o.contact_ik.limbs)
-    terrain = handlers.caches.terrain.get([built["terrain"]], bpy.context.evaluated_depsgraph_get())
     start, end = scene.frame_start, scene.frame_end
-    fps = contacts.fps_of(scene)
-    live.restore_all([obj])
-    rig = batch.BatchRig(obj, terrain, end - start + 1, start, fps)
     worst, at = 0.0, None
+    live.restore_all([obj])
     with measure.playing_source(obj, scene):  # the source, as Plant Feet reads it
-        fkread.read_rigs([rig], scene, restore=False)
-        for i, f in enumerate(range(start, end + 1)):
-            scene.frame_set(f)
-            rig.read(i)
+        rig = _source_read(obj, terrain)
+        fps = rig.fps
         whole = rig.compute()
         live._store(obj, rig, whole, start, end)  # what a frame cache keeps for the fallback
         try:
