@@ -141,15 +141,15 @@ def _carried(name: str, frame: int) -> Optional[Carried]:
     pelvis = 0.0
     if delta is not None and 0 <= frame - delta[0] < len(delta[1]):
         pelvis = float(delta[1][frame - delta[0]])
-    feet = {}
-    if smoothed is not None:
-        i = frame - smoothed[0]
-        feet = {k: np.array([float(v[i])]) for k, v in smoothed[1].items() if 0 <= i < len(v)}
-    front = {}
-    if fronts is not None:
-        i = frame - fronts[0]
-        front = {k: np.array([float(v[i])]) for k, v in fronts[1].items() if 0 <= i < len(v)}
-    return Carried(np.array([pelvis]), feet, front)
+
+    def row(kept: Optional[tuple[int, dict[int, Any]]]) -> dict[int, np.ndarray]:
+        """`frame`'s value of each foot's array in `kept` (first frame, per foot by limb index)."""
+        if kept is None:
+            return {}
+        i = frame - kept[0]
+        return {k: np.array([float(v[i])]) for k, v in kept[1].items() if 0 <= i < len(v)}
+
+    return Carried(np.array([pelvis]), row(smoothed), row(fronts))
 
 
 def write_cached(obj: bpy.types.Object, cache: FrameCache, frame: int) -> None:
