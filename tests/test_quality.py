@@ -5,12 +5,15 @@ terrains) is `make quality` -> docs/quality.md."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import harness
 import pytest
 
 sys.path.insert(0, str(harness.ROOT / "tools"))
+import compare  # noqa: E402
+import corpus  # noqa: E402
 import quality  # noqa: E402
 
 CLIPS = ["cmu_12_01_walk.bvh", "fair1_zombie_walk_zup.bvh"]
@@ -135,3 +138,53 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
     assert out.count("source contacts (independent detector)") == len(row["feet"]) == 2
     printed = re.findall(r"^\s+(\d+)\s+(?:outside|contact|ball)\s", out, flags=re.M)
     assert printed == ["20", "21", "22"] * 2, printed
+
+
+def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002) -> dict:
+    foot = {"penetration_rel": 0.0, "hover_max_rel": hover, "skate_max_rel": 0.003, "knee_ratio": knee,
+            "hip_ratio": 1.0, "identity_max_rel": identity, "source_contacts": 3, "pop_frame": 40,
+            "pop_where": "landing"}
+    ours = {"penetration_max_rel": 0.0, "hover_max_rel": 0.0, "skate_max_rel": 0.0, "knee_ratio": knee,
+            "hip_ratio": 1.0, "bone_length_error": 0.0}
+    return {"clip": clip, "terrain": terrain, "feet": [{"limb": "Left Leg", "independent": foot, "ours": ours,
+                                                         "knee_ratio": knee, "hip_ratio": 1.0}]}
+
+
+def test_compare_counts_each_half_and_names_every_run_that_moved():
+    """`tools/compare.py` (two runs of make quality): per declared half, the runs meeting each target before
+    and after (the identity on flat runs only), each run that starts or stops meeting one with its figure,
+    and each foot whose peak over the source's rose by more than 5%, with where it lies."""
+    tune, check = corpus.TUNING[0], corpus.CHECK[0]
+    before = [_synthetic(tune, "flat", hover=0.015), _synthetic(tune, "stairs"), _synthetic(check, "flat")]
+    after = [_synthetic(tune, "flat", hover=0.004), _synthetic(tune, "stairs", knee=1.3),
+             _synthetic(check, "flat", knee=1.1), _synthetic(check, "noise")]
+    text = "\n".join(compare.compare(before, after))
+    assert "3 runs in both; 0 only before, 1 only after (left out)" in text
+    assert "| hover | 1 -> 2 ** | 1 -> 1 |" in text
+    assert "| pops | 2 -> 1 ** | 1 -> 1 |" in text
+    assert "| identity (flat runs) | 1 -> 1 | 1 -> 1 |" in text  # the stairs run is not judged on it
+    assert f"tuning {tune} flat: hover now met (1.50% -> 0.40%)" in text
+    assert f"tuning {tune} stairs: pops now missed (1.00x -> 1.30x)" in text
+    assert f"tuning {tune} stairs Left Leg: knee 1.00x -> 1.30x, peak at frame 40 (landing)" in text
+    assert f"check {check} flat Left Leg: knee 1.00x -> 1.10x" in text  # within the target, still listed
+    assert "Runs that start or stop meeting a target (2):" in text
+    assert "tuning knee: 1.0000 -> 1.1500" in text
+    same = "\n".join(compare.compare(before, before))
+    assert "Runs that start or stop meeting a target (0):" in same and "**" not in same
+
+
+def test_the_tuning_half_is_measured_alone_without_overwriting_the_whole_report():
+    """`tools/quality.py --half tuning` measures the declared tuning half only (from ../shared/mocap, else the
+    clips pinned in tests/data, which are all tuning clips) and writes its report to out/, not over
+    docs/quality.md, which is the whole corpus's."""
+    clips, source = quality.half_clips("tuning")
+    assert clips and all(corpus.half(c.name) == "tuning" for c in clips)
+    assert source.startswith("The tuning half of")
+    every, _ = quality.default_clips()
+    assert set(clips) | set(quality.half_clips("check")[0]) <= set(every)
+    assert len(quality.half_clips("check")[0]) == sum(corpus.half(c.name) == "check" for c in every)
+    assert quality.report_path(True) == harness.ROOT / "docs" / "quality.md"
+    assert quality.report_path(False) == harness.ROOT / "out" / "quality.md"
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "quality.py"), "--half", "tuning",
+                           "--clips", clips[0].name], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "give --clips or --half, not both" in proc.stderr

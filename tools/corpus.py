@@ -1,7 +1,8 @@
 """The broad corpus (../shared/mocap), split in two BEFORE any tuning on it (declared 2026-11-25, before
 any constant was changed for these clips): constants may be tuned on TUNING only; CHECK is measured, never
 tuned on. `make quality` reports both halves apart (docs/quality.md). A change that helps TUNING and hurts
-CHECK is not an improvement.
+CHECK is not an improvement. `tools/quality.py --half tuning` measures the tuning half alone, and
+`tools/compare.py` compares two such runs half by half.
 
 How it was split: the six development clips (tuned on since issue 5, pinned in tests/data) are TUNING by
 necessity. The other 28 go to both sides by kind (walks, runs, jumps, dance, idle, stylised walks, kicks),

@@ -451,6 +451,19 @@ def default_clips() -> tuple[list[pathlib.Path], str]:
                                                  "beside the checkout when this was generated)")
 
 
+def report_path(whole: bool) -> pathlib.Path:
+    """Where the report goes by default: docs/quality.md for the whole corpus over every terrain, out/quality.md
+    for a part of it (some clips, one half, some terrains), which must not overwrite the whole one."""
+    return ROOT / ("docs" if whole else "out") / "quality.md"
+
+
+def half_clips(half: str) -> tuple[list[pathlib.Path], str]:
+    """The clips of one declared half of the corpus (`corpus.half`) among the default clips, and a line saying
+    which they are."""
+    clips, source = default_clips()
+    return [c for c in clips if corpus.half(c.name) == half], f"The {half} half of: {source[0].lower()}{source[1:]}"
+
+
 def clip_path_named(name: str) -> pathlib.Path:
     """A clip by file name: from the broad corpus, else from tests/data."""
     for folder in (harness.CORPUS, harness.MOCAP):
@@ -596,16 +609,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--clips", nargs="*", help="clip file names, from ../shared/mocap or tests/data (default: every "
                     ".bvh in ../shared/mocap, or tests/data where that is missing)")
+    ap.add_argument("--half", choices=("tuning", "check"),
+                    help="only the clips of one declared half of the corpus (tools/corpus.py): tune on the tuning half")
     ap.add_argument("--terrains", nargs="*", default=list(TERRAINS), choices=TERRAINS)
-    ap.add_argument("--out", default=str(ROOT / "docs" / "quality.md"))
+    ap.add_argument("--out", help="the report (default: docs/quality.md for the whole corpus, else out/quality.md)")
     ap.add_argument("--json", default=str(ROOT / "out" / "quality.json"))
     ap.add_argument("--baseline", default=str(BASELINE),
                     help="where the corpus guard's baseline goes (written only when the whole corpus is measured)")
     args = ap.parse_args()
+    if args.clips and args.half:
+        ap.error("give --clips or --half, not both")
     if args.clips:
         clips, source = [clip_path_named(c) for c in args.clips], "The clips " + ", ".join(f"`{c}`" for c in args.clips)
+    elif args.half:
+        clips, source = half_clips(args.half)
+        if not clips:
+            ap.error(f"no clip of the {args.half} half is here: put the shared folder (with mocap/) beside the checkout")
     else:
         clips, source = default_clips()
+    whole = not args.clips and not args.half and list(args.terrains) == list(TERRAINS)
+    if args.out is None:
+        args.out = str(report_path(whole))
     t0 = time.perf_counter()
     rows = []
     for clip in clips:
@@ -621,7 +645,7 @@ def main() -> None:
     pathlib.Path(args.out).write_text(markdown(rows, seconds, source))
     pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.json).write_text(json.dumps(rows, indent=2))
-    if not args.clips and harness.CORPUS.is_dir() and list(args.terrains) == list(TERRAINS):
+    if whole and harness.CORPUS.is_dir():
         pathlib.Path(args.baseline).write_text(json.dumps(baseline(rows), indent=1, sort_keys=True) + "\n")
         print(f"written {args.baseline} (the corpus guard's baseline: tests/test_corpus.py)")
     print(f"written {args.out} ({seconds:.0f} s)")
