@@ -605,3 +605,35 @@ def test_a_stance_on_the_ball_alone_is_a_contact_that_holds_its_ball():
     assert contacts.ball_stances(down, [], 5) == [(a, b - 1)]
     assert contacts.ball_stances(down, [(0, a)], 5) == []
     assert contacts.ball_stances(down, [(0, a - 1)], 5) == [(a, b - 1)]
+
+
+def test_a_contact_found_from_the_ranges_second_frame_starts_on_its_first():
+    """A foot found at rest from the range's second frame on is held from its first: nothing before the range
+    shows it landing, and the first frame, left out of the contact, took the swing's clearance and dropped into
+    the contact in one frame (cmu_03_02 over stairs: the knee 1.82x the source's there, 1.18x held). A contact
+    from the third frame on is left as found: that foot was still moving on the first two."""
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    s = obj.contact_ik
+    fps = contacts.fps_of(scene)
+    feet = [i for i, lb in enumerate(s.limbs) if lb.kind == "FOOT"]
+    leg = s.limbs[feet[0]].length * contacts.world_scale(obj)
+    n = int(round(1.0 * fps))
+    rest = int(round(0.5 * fps))
+
+    def samples(first: int) -> dict[int, dict[str, np.ndarray]]:
+        ankle = np.tile([0.0, 0.0, s.floor_height + 0.05 * leg], (n, 1))
+        speed = np.full(n, 2.0 * leg)
+        speed[first:first + rest] = 0.0  # at rest from frame `first` for half a second
+        ball = ankle + np.array([0.15 * leg, 0.0, 0.3 * leg])  # the ball well up: no stance on it
+        heel = ankle - np.array([0.05 * leg, 0.0, 0.05 * leg])
+        return {i: {"ankle": ankle, "sole": heel, "heel": heel, "toe": ball, "ball": ball,
+                    "front_z": ball[:, 2].copy(), "speed": speed, "still": speed.copy(),
+                    "ball_speed": np.full(n, 2.0 * leg)} for i in feet}
+
+    f0 = scene.frame_start
+    for first, expected in ((1, 0), (2, 2), (0, 0)):
+        contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(first))
+        for i in feet:
+            found = [(c.start - f0, c.end - f0) for c in s.limbs[i].contacts]
+            assert found == [(expected, first + rest - 1)], (first, found)
