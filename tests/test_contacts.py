@@ -555,18 +555,23 @@ def test_a_ball_still_down_after_the_contact_is_held_though_the_heel_is_not_up()
     assert contacts.held_ball(d, up, 0, 20, n - 1) == (0, 20)
 
 
+def _walker_feet():
+    """A walker on flat ground, for feeding `detect_contacts` samples of its own: the rig, the scene, its
+    settings, the scene's fps, its foot limbs' indices and the leg's length in world units."""
+    obj, _terrain, _leg = _walker("flat")
+    scene = bpy.context.scene
+    s = obj.contact_ik
+    feet = [i for i, lb in enumerate(s.limbs) if lb.kind == "FOOT"]
+    return obj, scene, s, contacts.fps_of(scene), feet, s.limbs[feet[0]].length * contacts.world_scale(obj)
+
+
 def test_a_stance_on_the_ball_alone_is_a_contact_that_holds_its_ball():
     """A foot standing on its ball while its ankle never comes to rest (on its toes, pivoting as a walk starts
     or stops) gets a contact of its own that holds the ball from its first frame: left to the swing, it
     floated over a flight of stairs on the swing's line (cmu_131_01: 13.7% of the leg). Not where the ball
     only passes (shorter than MIN_CONTACT), not where it is held already, and a frame the ball jumps to (a
     capture's glitch of the toe) splits the stance rather than being held through."""
-    obj, _terrain, _leg = _walker("flat")
-    scene = bpy.context.scene
-    s = obj.contact_ik
-    fps = contacts.fps_of(scene)
-    feet = [i for i, lb in enumerate(s.limbs) if lb.kind == "FOOT"]
-    leg = s.limbs[feet[0]].length * contacts.world_scale(obj)
+    obj, scene, s, fps, feet, leg = _walker_feet()
     n = int(round(2.0 * fps))
     a, b = int(round(0.5 * fps)), int(round(1.2 * fps))  # on the ball over frames a..b-1
 
@@ -612,12 +617,7 @@ def test_a_contact_found_from_the_ranges_second_frame_starts_on_its_first():
     shows it landing, and the first frame, left out of the contact, took the swing's clearance and dropped into
     the contact in one frame (cmu_03_02 over stairs: the knee 1.82x the source's there, 1.18x held). A contact
     from the third frame on is left as found: that foot was still moving on the first two."""
-    obj, _terrain, _leg = _walker("flat")
-    scene = bpy.context.scene
-    s = obj.contact_ik
-    fps = contacts.fps_of(scene)
-    feet = [i for i, lb in enumerate(s.limbs) if lb.kind == "FOOT"]
-    leg = s.limbs[feet[0]].length * contacts.world_scale(obj)
+    obj, scene, s, fps, feet, leg = _walker_feet()
     n = int(round(1.0 * fps))
     rest = int(round(0.5 * fps))
 
