@@ -128,7 +128,7 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
     env = dict(os.environ)
     env.pop("BLENDER_USER_RESOURCES", None)  # its own private Blender user folder
     proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "diagnose.py"), clip, terrain,
-                           "--frames", "20", "22"], capture_output=True, text=True, env=env, timeout=900)
+                           "--frames", "45", "48"], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     row = _row(clip, terrain)
@@ -137,7 +137,19 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
         assert f"knee {foot['knee_ratio']:.3f}x, hip {foot['hip_ratio']:.3f}x" in line, (line, foot["knee_ratio"])
     assert out.count("source contacts (independent detector)") == len(row["feet"]) == 2
     printed = re.findall(r"^\s+(\d+)\s+(?:outside|contact|ball)\s", out, flags=re.M)
-    assert printed == ["20", "21", "22"] * 2, printed
+    assert printed == ["45", "46", "47", "48"] * 2, printed
+    # Inside a source contact a frame shows the ball's drift in it, ours beside the source's; outside, none
+    # (the Right foot's contact ends on frame 46).
+    seen = set()
+    for block in (b for b in out.split("\n\n") if "source contacts" in b):
+        spans = re.search(r"source contacts \(independent detector\)[^:]*: (.*)", block).group(1)
+        inside = {f for a, b in re.findall(r"(\d+)-(\d+) \d+/\d+", spans) for f in range(int(a), int(b) + 1)}
+        for frame, tail in re.findall(r"^\s+(\d+)\s+(?:outside|contact|ball)\s.*?\((?:\s*[+-]\d+\.\d\d){3}\)(.*)$",
+                                      block, flags=re.M):
+            shows = re.fullmatch(r"\s+\d+\.\d\d \(\s*\d+\.\d\d\)", tail) is not None
+            assert shows == (int(frame) in inside) and (shows or not tail.strip()), (frame, tail, spans)
+            seen.add(shows)
+    assert seen == {True, False}  # frames of both kinds were printed
 
 
 def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002) -> dict:

@@ -9,10 +9,12 @@ noise, rings. For each foot it prints:
 - the independent figures (`core/measure.py`, the ones docs/quality.md shows) and the frame of the worst hover;
 - the source's contacts as the independent detector finds them beside Contact IK's own contacts (first and
   last frame, the frames it holds the ball on), and how many frames of each source contact the model holds;
-- around the knee's and the hip's peak speed (where over 1.2x the source's), around the worst hover, or over
-  --frames: per frame what the model holds (outside, contact, ball), the knee and hip speed beside the source's
-  (deg/s), and the heel, ball and toe tip over the terrain under each (ours, by ray cast) beside the source's
-  over its own floor, in % of the leg.
+- around the knee's and the hip's peak speed (where over 1.2x the source's), around the worst hover and the
+  worst skate (where over their targets), or over --frames: per frame what the model holds (outside, contact,
+  ball), the knee and hip speed beside the source's (deg/s), the heel, ball and toe tip over the terrain under
+  each (ours, by ray cast) beside the source's over its own floor, and inside a source contact the ball's
+  horizontal drift from where it was on the contact's first frame (the skate figure), ours beside the
+  source's, in % of the leg.
 
 A tool for finding the kind of a failure, not a figure of record: the figures of record are make quality's.
 """
@@ -96,6 +98,11 @@ def main() -> None:
               + ", ".join(f"{frames[a]}-{frames[b]} {int((state[a:b + 1] > 0).sum())}/{b - a + 1}" for a, b in found))
         knee, sknee = speeds(o.knee, fps), speeds(s.knee, fps)
         hip, ship = speeds(o.hip, fps), speeds(s.hip, fps)
+        # The ball's drift over the source contact each frame lies in (the skate figure), ours and the source's.
+        drift, sdrift = np.full(len(frames), np.nan), np.full(len(frames), np.nan)
+        for a, b in found:
+            drift[a:b + 1] = np.linalg.norm(o.ball[a:b + 1, :2] - o.ball[a, :2], axis=1) / leg * 100.0
+            sdrift[a:b + 1] = np.linalg.norm(s.ball[a:b + 1, :2] - s.ball[a, :2], axis=1) / leg * 100.0
         if args.frames:
             first, last = args.frames[0] - frames[0], args.frames[1] - frames[0]
             windows = [("frames", max(0, first), min(len(frames) - 1, last))]
@@ -109,11 +116,17 @@ def main() -> None:
             if q["hover_frame"] >= 0 and q["hover_max_rel"] > quality.INDEPENDENT_TARGETS["hover"]:
                 i = q["hover_frame"]
                 windows.append((f"worst hover {q['hover_max_rel']:.2%}", i - args.window, i + args.window))
+            if q["skate_max_rel"] > quality.INDEPENDENT_TARGETS["skate"] and np.isfinite(drift).any():
+                i = int(np.nanargmax(drift))
+                start = next(a for a, b in found if a <= i <= b)
+                windows.append((f"worst skate {q['skate_max_rel']:.2%} (its source contact from frame "
+                                f"{frames[start]})", i - args.window, i + args.window))
         for title, a, b in windows:
             a, b = max(0, a), min(len(frames) - 1, b)
             print(f"  {title}:")
             print("    frame   held     knee (src)     hip (src)   "
-                  "heel/ball/tip over the terrain (source's over its floor), % of leg")
+                  "heel/ball/tip over the terrain (source's over its floor), ball's drift in its source contact (source's), "
+                  "% of leg")
             for k in range(a, b + 1):
                 pts = np.stack([o.heel[k], o.ball[k], o.tip[k]])
                 over = (pts[:, 2] - ground.heights(pts)) / leg * 100.0
@@ -121,7 +134,8 @@ def main() -> None:
                 speed = f"{knee[k]:5.0f} ({sknee[k]:4.0f})  {hip[k]:5.0f} ({ship[k]:4.0f})"
                 kind = measure.HELD_KINDS[int(state[k])]
                 print(f"    {frames[k]:5d}  {kind:7s} {speed}   " + " ".join(f"{v:+6.2f}" for v in over)
-                      + "  (" + " ".join(f"{v:+6.2f}" for v in src) + ")")
+                      + "  (" + " ".join(f"{v:+6.2f}" for v in src) + ")"
+                      + (f"  {drift[k]:5.2f} ({sdrift[k]:5.2f})" if np.isfinite(drift[k]) else ""))
 
 
 if __name__ == "__main__":
