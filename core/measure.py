@@ -291,6 +291,12 @@ def source_contacts(s: Samples, floor: float, leg: float, fps: float) -> list[tu
     return out
 
 
+def contact_drift(ball: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The ball's horizontal drift on each frame of the contact `a`..`b` from where it was on frame `a` (the
+    skate figure), in the ball's units."""
+    return np.linalg.norm(ball[a:b + 1, :2] - ball[a, :2], axis=1)
+
+
 def _depth(points: np.ndarray, ground: Any) -> np.ndarray:
     """How far each point is below the ground under it (0 above; nan where there is no ground)."""
     h = ground.heights(points)
@@ -463,17 +469,16 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
                 hover, hover_frame = h, a + int(np.nanargmax(low))
                 hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None else ""
             src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
-            drift = float(np.linalg.norm(got.ball[a:b + 1, :2] - got.ball[a, :2], axis=1).max())
+            drift = float(contact_drift(got.ball, a, b).max())
             if drift > skate:
                 skate = drift
                 skate_share = float((state[a:b + 1] > 0).mean()) if state is not None else math.nan
-            src_skate = max(src_skate, float(np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1).max()))
+            src_skate = max(src_skate, float(contact_drift(src.ball, a, b).max()))
         # The identity is judged outside frames where the source goes below its floor or skates: in a
         # source contact, once its ball has drifted IDENTITY_TOLERANCE from where the contact began.
         excluded = (_depth(src.skeleton(), floor) > IDENTITY_TOLERANCE * leg).any(axis=1)
         for a, b in contacts:
-            drift = np.linalg.norm(src.ball[a:b + 1, :2] - src.ball[a, :2], axis=1)
-            excluded[a:b + 1] |= drift > IDENTITY_TOLERANCE * leg
+            excluded[a:b + 1] |= contact_drift(src.ball, a, b) > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
         identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
         src_low = src.skeleton()[..., 2].min(axis=1) - floor.z  # the lower of the ball and the toe tip

@@ -101,8 +101,8 @@ def main() -> None:
         # The ball's drift over the source contact each frame lies in (the skate figure), ours and the source's.
         drift, sdrift = np.full(len(frames), np.nan), np.full(len(frames), np.nan)
         for a, b in found:
-            drift[a:b + 1] = np.linalg.norm(o.ball[a:b + 1, :2] - o.ball[a, :2], axis=1) / leg * 100.0
-            sdrift[a:b + 1] = np.linalg.norm(s.ball[a:b + 1, :2] - s.ball[a, :2], axis=1) / leg * 100.0
+            drift[a:b + 1] = measure.contact_drift(o.ball, a, b) / leg * 100.0
+            sdrift[a:b + 1] = measure.contact_drift(s.ball, a, b) / leg * 100.0
         if args.frames:
             first, last = args.frames[0] - frames[0], args.frames[1] - frames[0]
             windows = [("frames", max(0, first), min(len(frames) - 1, last))]
