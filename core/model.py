@@ -388,10 +388,6 @@ class LockTrack:
     # (N, 3) after a contact held on its ball, the ball's offset from the ankle as held less the animation's at
     # lift-off, faded as the correction is: what the ground's turn about the ankle does to it goes on.
     carry: np.ndarray
-    # Through a hold on the ball after the ankle's contact (toe-off), how near it is to Ball Up: 0, rising to 1
-    # over the swing's ease (SWING_EASE) before it. A ball on its ground starts to clear the terrain around it
-    # only then (`plan_foot`), so it is not lifted off the ground it holds, yet clears a rise ahead in time.
-    leaving: np.ndarray
     # 1 where the foot's heading (heel to toe tip about the up axis) is held at `heading` (radians, world Z),
     # while its ankle is held; elsewhere it is turned from the animation's by `twist` (radians).
     turning: np.ndarray
@@ -403,8 +399,7 @@ class LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(), z.copy(),
-                   z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(), z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -900,7 +895,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         heights = heights * (1.0 - lk.down)[:, None] + lk.rise[:, None]
         # Through toe-off (its ball held after the ankle's contact) the foot is lifted by as much as its sole is
         # over the ground of its contacts (the hover it carries taken off), not over the animation's floor: a
-        # ball on its ground stays there instead of clearing the terrain around it (`LockTrack.leaving`).
+        # ball on its ground stays there until it is let go instead of clearing the terrain around it.
         on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0)
         lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
@@ -1006,7 +1001,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     swing = lk is not None and bool(lk.swing.any())
     if swing:
         assert lk is not None
-        gate = lk.swing * np.maximum(np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), lk.free), lk.leaving)
+        # A ball held on its ground (toe-off) is not in its swing however long since the ankle's contact ended
+        # (`LockTrack.free`): it clears the terrain around it only as far as its sole is up.
+        gate = lk.swing * np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), np.where(lk.weight > 0.0, 0.0, lk.free))
         rests = per_row(rest, n)
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None
@@ -1065,7 +1062,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         over = (arc.height(m) + np.maximum(0.0, heights.T[:, idx])
                 - np.einsum("...i,...i->...", m - base[idx], up[idx])).max(0)
         under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-        free = lk.free[idx] if lk is not None else 0.0
+        free = np.where(lk.weight[idx] > 0.0, 0.0, lk.free[idx]) if lk is not None else 0.0
         w = arc.ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
         best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
     floor = np.max(bare, 1)

@@ -306,10 +306,11 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
 
 
-def _toe_off_plan(leaving: float, ball_y: float):
-    """`model.plan_foot` for one frame of a toe-off beside a riser: the ball held (on the lower tread, `ball_y`
-    before the riser at TREAD) after the ankle's contact ended, the heel up; the contact stood 2.5% of the leg
-    over the animation's floor (its hover, carried as `rise`); fully into the swing's ease."""
+def _toe_off_plan(frame: float, ball_y: float):
+    """`model.plan_foot` for one frame of a toe-off beside a riser: the foot's lock track from `contacts._track`
+    for a contact whose ankle is held over frames 0-10 and its ball from 6 to Ball Up at 30 (on the lower
+    tread, `ball_y` before the riser at TREAD), the heel up, the next contact at 200; both contacts stood 2.5%
+    of the leg over the animation's floor (their hover, carried as `rise`)."""
     drop = 0.025 * LEG
     ankle = np.array([[0.0, ball_y - 0.1 * LEG, 0.12 * LEG + drop]])
     ball = np.array([[0.0, ball_y, drop]])
@@ -317,35 +318,39 @@ def _toe_off_plan(leaving: float, ball_y: float):
     heel = np.array([[0.0, ball_y - 0.16 * LEG, 0.09 * LEG + drop]])
     hip = ankle + np.array([[0.0, 0.1 * LEG, 0.85 * LEG]])
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
-    frame = np.eye(4)[None].copy()
-    frame[0, :3, 3] = ankle[0]
-    one, z3 = np.ones(1), np.zeros((1, 3))
-    lock = model.LockTrack(weight=one, point=ball.copy(), offset=z3, down=0 * one, rise=-drop * one,
-                           from_point=ankle.copy(), from_weight=one, to_point=z3, to_weight=0 * one, swing=one,
-                           free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=one, carry=z3,
-                           leaving=leaving * one, turning=0 * one, heading=0 * one, twist=0 * one)
-    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
+    frame_m = np.eye(4)[None].copy()
+    frame_m[0, :3, 3] = ankle[0]
+    held = np.array([[0.0, -0.1 * LEG, -0.1 * LEG]])  # the ball from the ankle as held, flat in the contact
+    lock = np.repeat(ball - held, 2, axis=0)  # the ankle's lock point: the held ball is where the animation's is
+    start, end = np.array([0.0, 200.0]), np.array([10.0, 210.0])
+    drops, z3 = np.full(2, drop), np.zeros((2, 3))
+    lk = contacts._track(np.array([frame]), 120.0, start, end, drops, drops, lock, lock, lock, np.array([0.0, 210.0]),
+                         z3, np.zeros(2), z3, np.array([6.0, np.inf]), np.array([30.0, 210.0]),
+                         np.concatenate((held, z3[:1])), lock)
+    foot = model.Foot([hip, knee, ankle], frame_m, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lk,
                       ball=ball)
     at = model.Placement(np.eye(4)[None], 0.0)
-    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(1), 24.0)
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(1), 120.0)
     return plan, float(plan.target[0, 2] - ankle[0, 2] + drop)  # how far the ankle goes over the ball's ground
 
 
-def test_a_ball_held_through_toe_off_stays_on_its_ground_until_it_is_about_to_lift():
+def test_a_ball_held_through_toe_off_stays_on_its_ground_until_it_is_let_go():
     """Issue 20 (b): through toe-off the held ball stays on the ground of its contact beside a riser, though
     its contact stood over the animation's floor (a capture's marker offset, carried as the hover it took
     off): it is lifted by its sole's height over its contact's ground, not over the floor, so the clearance
-    field does not raise it until the ball is about to come up (`LockTrack.leaving`), when it clears the
-    riser ahead as a swing does. (Before, read as 2.5% of the leg over its floor, the ball was lifted off the
-    tread while it was held.)"""
-    far, _ = _toe_off_plan(0.0, 0.1 * LEG)  # the riser out of the clearance's reach: nothing to clear
-    near, lift_near = _toe_off_plan(0.0, TREAD - 0.12 * LEG)
-    going, lift_going = _toe_off_plan(1.0, TREAD - 0.12 * LEG)
+    field does not raise it on any frame it is held, up to Ball Up, however long after the ankle's contact
+    (`LockTrack.free` counts no held frame); well into the swing it clears the riser. (Lifted once held past
+    End, and wholly over the swing's ease before Ball Up, the ball left its tread inside the source's contacts:
+    fair1_jumping over stairs 12.6% of the leg; here 12% on frame 20 before.)"""
     drop = 0.025 * LEG  # the foot is lowered by the hover it carries: its ball then stands on the tread
-    assert abs(float(far.correction[0]) + drop) < 1e-6 * LEG
-    assert abs(float(near.correction[0]) + drop) < 1e-6 * LEG, near.correction  # held on its ground by the riser
-    assert float(going.correction[0]) + drop > 0.02 * LEG, going.correction  # as it leaves, it clears the riser
-    assert lift_going > lift_near + 0.02 * LEG
+    for frame in (20.0, 27.0, 29.0, 30.0):
+        far, _ = _toe_off_plan(frame, 0.1 * LEG)  # the riser out of the clearance's reach: nothing to clear
+        near, _ = _toe_off_plan(frame, TREAD - 0.12 * LEG)
+        assert abs(float(far.correction[0]) + drop) < 1e-6 * LEG, (frame, far.correction)
+        assert abs(float(near.correction[0]) + drop) < 1e-6 * LEG, (frame, near.correction)  # held by the riser
+    _, lift_far = _toe_off_plan(80.0, 0.1 * LEG)  # let go, well clear of its contacts in time
+    _, lift_near = _toe_off_plan(80.0, TREAD - 0.12 * LEG)
+    assert lift_near > lift_far + 0.02 * LEG  # it clears the riser as a swing does
 
 
 def _lift_off_plan(speed: float, fps: float = 120.0):
@@ -369,7 +374,7 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
     lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
                            free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
-                           leaving=0 * one, turning=0 * one, heading=0 * one, twist=0 * one)
+                           turning=0 * one, heading=0 * one, twist=0 * one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
