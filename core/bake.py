@@ -144,11 +144,12 @@ class BakeJob:
                     r.unkeyed[f"{c.bone}|{c.prop}"] = list(getattr(r.obj.pose.bones[c.bone], c.prop))
         self.fps = fps_of(self.scene)
         # The frames read: the range and the frames around it that the feet's smoothing between contacts
-        # reaches (`model.context_frames`), so a range bakes as it plays in live preview's longer range.
-        self.pad = model.context_frames(self.fps)
+        # reaches, within the scene's frame range (`model.context_rows`), so a range bakes as it plays in live
+        # preview's longer range.
+        self.pad = model.context_rows(start, end, self.scene.frame_start, self.scene.frame_end, self.fps)
         # Rigs with a valid frame cache are not read; rigs only their action moves are read from its F-curves;
         # the others are read by setting each frame (when there is none, nothing is swept).
-        self.read = range(start - self.pad, end + self.pad + 1)
+        self.read = range(start - self.pad[0], end + self.pad[1] + 1)
         for r in self.rigs:
             if r.cached is not None:
                 r.read = CACHE

@@ -153,7 +153,7 @@ class BatchRig(RigReader):
     """A rig read over a range of frames (`RigReader`), and the computation over all of them."""
 
     def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
-                 fps: float = 24.0, context: int = 0):
+                 fps: float = 24.0, context: tuple[int, int] = (0, 0)):
         super().__init__(obj, terrain, frames, first, fps, context)
         # The terrain's ray engine, kept with the rig (live preview's fallback keeps the rig from frame to frame).
         self.rays = Rays(terrain) if terrain is not None else None
@@ -212,9 +212,10 @@ class BatchRig(RigReader):
         """The chunks' channels as one, less the rows read around the range."""
         out = outs[0] if len(outs) == 1 else {
             key: (np.concatenate([p[key][0] for p in outs]), np.concatenate([p[key][1] for p in outs])) for key in outs[0]}
-        if self.context <= 0:
+        before, after = self.context
+        if before <= 0 and after <= 0:
             return out
-        keep = slice(self.context, self.frames - self.context)
+        keep = slice(before, self.frames - after)
         if self.pelvis_delta is not None:
             self.pelvis_delta = self.pelvis_delta[keep]
         self.foot_delta = {k: v[keep] for k, v in self.foot_delta.items()}
@@ -224,7 +225,7 @@ class BatchRig(RigReader):
     def channel_values(self, out: Channels, channels: list[Channel]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
         """Per channel, over the frames wanted (the rows read around them left out): (the values to write,
         the animation's own), the animation's where `compute` wrote nothing."""
-        keep = slice(self.context, self.frames - self.context)
+        keep = slice(self.context[0], self.frames - self.context[1])
         fk = {"rotation_quaternion": self.quat, "rotation_euler": self.euler, "rotation_axis_angle": self.aa,
               "location": self.loc}
         values = {}

@@ -343,15 +343,16 @@ def precompute_all(objs: list[bpy.types.Object], scene: bpy.types.Scene) -> dict
     try:
         with paused():  # nothing is planted while the range is swept
             rigs = []
-            pad = model.context_frames(fps_of(scene))  # the frames around, for the feet's smoothing
+            # The frames around, for the feet's smoothing, within the scene's frame range (as a bake reads them).
+            before, after = model.context_rows(start, end, scene.frame_start, scene.frame_end, fps_of(scene))
             restore_all([obj for obj, _terrain in todo])
             for obj, terrain in todo:
-                rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + 2 * pad, start - pad, fps_of(scene),
-                                                 context=pad)))
+                rigs.append((obj, batch.BatchRig(obj, terrain, end - start + 1 + before + after, start - before,
+                                                 fps_of(scene), context=(before, after))))
             # Rigs only their action moves are read from its F-curves; the others by setting each frame.
             why = fkread.read_rigs([rig for _obj, rig in rigs], scene, restore=False)  # the frame is set below
             swept = [rig for (_obj, rig), reason in zip(rigs, why) if reason is not None]
-            for i, f in enumerate(range(start - pad, end + pad + 1) if swept else ()):
+            for i, f in enumerate(range(start - before, end + after + 1) if swept else ()):
                 scene.frame_set(f)
                 for rig in swept:
                     rig.read(i)

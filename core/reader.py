@@ -170,13 +170,13 @@ class RigReader:
     """A rig's settings and its animation over `frames` frames from frame `first`, read into arrays."""
 
     def __init__(self, obj: bpy.types.Object, terrain: Optional[Terrain], frames: int, first: float = 1,
-                 fps: float = 24.0, context: int = 0):
+                 fps: float = 24.0, context: tuple[int, int] = (0, 0)):
         self.obj = obj
         self.terrain = terrain
         self.frames = frames
         self.first = first
         self.fps = fps
-        # Rows read before and after the frames wanted (`model.context_frames`), which `compute` leaves out
+        # Rows read before and after the frames wanted (`model.context_rows`), which `compute` leaves out
         # of what it returns: the frames wanted then come out as they do in any longer range.
         self.context = context
         # Rows are allocated as the sweep reaches them (`_room`): starting a very long sweep allocates little.

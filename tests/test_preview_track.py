@@ -405,7 +405,7 @@ def test_a_crowd_planned_in_one_pass_gives_each_rig_what_it_computes_alone(monke
 
     def read(o):
         rig = batch.BatchRig(o, live.caches.terrain.get(live.terrain_objects(live.settings(o)), depsgraph), 60, -2,
-                             24.0, context=3)
+                             24.0, context=(3, 3))
         assert fkread.read_rigs([rig], scene) == [None]
         return rig
 
