@@ -375,8 +375,9 @@ class LockTrack:
     contacts it is shifted by `offset` and its sole raised by `rise`. Its ground comes from the contact it
     left (`from_point`, `from_weight`) and the one it lands on (`to_point`, `to_weight`); the rest, up to 1,
     from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it),
-    `free` (how far it is from its contacts in time) and `pitch` (how much it may turn toe-up) ease in and
-    out around contacts; `gap` is the frames between the two contacts (0 unless between two)."""
+    `free` (how far it is from its contacts in time; 0 while anything is held) and `pitch` (how much it may
+    turn toe-up) ease in and out around contacts; `gap` is the frames between the two contacts (0 unless
+    between two)."""
 
     weight: np.ndarray
     point: np.ndarray  # (N, 3)
@@ -1010,9 +1011,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     swing = lk is not None and bool(lk.swing.any())
     if swing:
         assert lk is not None
-        # A ball held on its ground (toe-off) is not in its swing however long since the ankle's contact ended
-        # (`LockTrack.free`): it clears the terrain around it only as far as its sole is up.
-        gate = lk.swing * np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), np.where(lk.weight > 0.0, 0.0, lk.free))
+        gate = lk.swing * np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), lk.free)
         rests = per_row(rest, n)
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None
@@ -1071,7 +1070,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         over = (arc.height(m) + np.maximum(0.0, heights.T[:, idx])
                 - np.einsum("...i,...i->...", m - base[idx], up[idx])).max(0)
         under_only = np.where(np.isfinite(best[idx]), best[idx], over)
-        free = np.where(lk.weight[idx] > 0.0, 0.0, lk.free[idx]) if lk is not None else 0.0
+        free = lk.free[idx] if lk is not None else 0.0
         w = arc.ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
         best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
     floor = np.max(bare, 1)
