@@ -374,8 +374,8 @@ class LockTrack:
     (`weight` 1) the ankle is pinned (along the ground) to `point` and the sole put down (`down` 1); between
     contacts it is shifted by `offset` and its sole raised by `rise`. Its ground comes from the contact it
     left (`from_point`, `from_weight`) and the one it lands on (`to_point`, `to_weight`); the rest, up to 1,
-    from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it), `free`
-    (how far it is from its contacts in time), both 0 while anything is held, and `pitch` (how much it may
+    from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it),
+    `free` (how far it is from its contacts in time; 0 while anything is held) and `pitch` (how much it may
     turn toe-up) ease in and out around contacts; `gap` is the frames between the two contacts (0 unless
     between two)."""
 
@@ -958,9 +958,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             own = np.repeat(((lk.from_weight != 0.0) | (lk.to_weight != 0.0)).reshape(foot.feet, -1).any(1),
                             n // foot.feet)
             held, ground_support = np.where(own, held, 0.0), np.where(own, ground_support, 0.0)
-        # The swing's line over step edges, between the two contacts and not on a frame anything is held (a
-        # held ball stays on its tread, `contacts._track`).
-        two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9) & (lk.weight <= 0.0)
+        two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
             (pa, ga), (pb, gb) = ends
             pending = swing_rays(two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.opened, ankle, soles, at, leg, fps)

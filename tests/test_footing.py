@@ -306,17 +306,16 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
 
 
-def _toe_off_plan(frame: float, ball_y: float, up: float = 0.0):
+def _toe_off_plan(frame: float, ball_y: float):
     """`model.plan_foot` for one frame of a toe-off beside a riser: the foot's lock track from `contacts._track`
     for a contact whose ankle is held over frames 0-10 and its ball from 6 to Ball Up at 30 (on the lower
     tread, `ball_y` before the riser at TREAD), the heel up, the next contact at 200; both contacts stood 2.5%
-    of the leg over the animation's floor (their hover, carried as `rise`). `up`: how far the animation has
-    the ball and toe tip over that (x leg)."""
+    of the leg over the animation's floor (their hover, carried as `rise`)."""
     drop = 0.025 * LEG
-    ankle = np.array([[0.0, ball_y - 0.1 * LEG, (0.12 + up) * LEG + drop]])
-    ball = np.array([[0.0, ball_y, up * LEG + drop]])
-    tip = np.array([[0.0, ball_y + 0.06 * LEG, up * LEG + drop]])
-    heel = np.array([[0.0, ball_y - 0.16 * LEG, (0.09 + up) * LEG + drop]])
+    ankle = np.array([[0.0, ball_y - 0.1 * LEG, 0.12 * LEG + drop]])
+    ball = np.array([[0.0, ball_y, drop]])
+    tip = np.array([[0.0, ball_y + 0.06 * LEG, drop]])
+    heel = np.array([[0.0, ball_y - 0.16 * LEG, 0.09 * LEG + drop]])
     hip = ankle + np.array([[0.0, 0.1 * LEG, 0.85 * LEG]])
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
     frame_m = np.eye(4)[None].copy()
@@ -352,24 +351,6 @@ def test_a_ball_held_through_toe_off_stays_on_its_ground_until_it_is_let_go():
     _, lift_far = _toe_off_plan(80.0, 0.1 * LEG)  # let go, well clear of its contacts in time
     _, lift_near = _toe_off_plan(80.0, TREAD - 0.12 * LEG)
     assert lift_near > lift_far + 0.02 * LEG  # it clears the riser as a swing does
-
-
-def test_a_held_ball_the_animation_has_a_little_off_its_ground_is_not_lifted_clear_of_a_riser():
-    """Issue 20 (b, hover during the source's contacts): a ball held through toe-off that the animation has a
-    little over the ground of its contact (0.5% of the leg: a capture's ball bobbing as the heel rises, well
-    under ROLL_HEIGHT, so it is down) keeps that height over its tread beside a riser as it does with the riser
-    out of reach: the clearance field and the swing's line do not weigh in on a frame anything is held. Before,
-    their gates (SWING_LIFT) read the ball's small height as partly lifted and raised it by part of the riser's
-    clearance (here 2.8% of the leg on frame 12, 7.4% from frame 20; xia_old over stairs: the held ball 9.5% of
-    the leg over its tread in a source contact, xia_strutting 8.9%)."""
-    for frame in (12.0, 20.0, 29.0):
-        far, _ = _toe_off_plan(frame, 0.1 * LEG, up=0.005)
-        near, _ = _toe_off_plan(frame, TREAD - 0.12 * LEG, up=0.005)
-        assert abs(float(near.correction[0]) - float(far.correction[0])) < 1e-6 * LEG, (frame, near.correction,
-                                                                                         far.correction)
-    _, lift_far = _toe_off_plan(80.0, 0.1 * LEG, up=0.005)  # let go: it clears the riser as a swing does
-    _, lift_near = _toe_off_plan(80.0, TREAD - 0.12 * LEG, up=0.005)
-    assert lift_near > lift_far + 0.02 * LEG
 
 
 def _lift_off_plan(speed: float, fps: float = 120.0):
