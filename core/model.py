@@ -374,10 +374,10 @@ class LockTrack:
     (`weight` 1) the ankle is pinned (along the ground) to `point` and the sole put down (`down` 1); between
     contacts it is shifted by `offset` and its sole raised by `rise`. Its ground comes from the contact it
     left (`from_point`, `from_weight`) and the one it lands on (`to_point`, `to_weight`); the rest, up to 1,
-    from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it),
-    `free` (how far it is from its contacts in time; 0 while anything is held) and `pitch` (how much it may
+    from the ground under the ankle. `swing` (how much the foot keeps clear of the terrain around it), `free`
+    (how far it is from its contacts in time), both 0 while anything is held, and `pitch` (how much it may
     turn toe-up) ease in and out around contacts; `gap` is the frames between the two contacts (0 unless
-    between two)."""
+    between two), `lead` how many of them, from the first, its ball is still held (a roll's toe-off)."""
 
     weight: np.ndarray
     point: np.ndarray  # (N, 3)
@@ -392,6 +392,7 @@ class LockTrack:
     free: np.ndarray
     pitch: np.ndarray
     gap: np.ndarray
+    lead: np.ndarray
     opened: np.ndarray  # 1 where the swing starts in the air on the range's first frame (no lift-off there)
     # 1 where the foot rolls over its ball: in the contact, the ball (`Foot.ball`), not the ankle, is at `point`.
     ball: np.ndarray
@@ -409,7 +410,8 @@ class LockTrack:
         """No locking (the limb has no contacts, or locking is off)."""
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(), z.copy())
+                   z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
+                   z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -595,8 +597,8 @@ class SwingRays:
 
 
 def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray, t: np.ndarray,
-               gap: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray], at: Placement,
-               leg: np.ndarray, fps: float) -> SwingRays:
+               gap: np.ndarray, lead: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray],
+               at: Placement, leg: np.ndarray, fps: float) -> SwingRays:
     """The swing's ground line for the frames in `rows` whose ends (`a`, `b`, grounds `ga`, `gb`) hit the
     terrain, once its rays are cast (`SwingRays.line`). Along the swing's path (heel to toe) the terrain's
     rise above the line is sampled; each rise lifts the line within ARC_WIDTH x leg of it, by a smooth
@@ -626,8 +628,13 @@ def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, g
     line = ga + (gb - ga) * tau  # the line at the sample's own place
     start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
     count = ARC_SAMPLES * len(idx)
-    # A swing that starts in the air on the range's first frame ramps in at its landing only.
-    ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), gap[idx], fps) * smoothstep(plen / (ARC_PATH * lg))
+    # A swing that starts in the air on the range's first frame ramps in at its landing only. One whose ball
+    # is held for its first `lead` frames (toe-off) ramps in from Ball Up: none while the ball is held, which
+    # stays on its tread (`contacts._track`), and no jump as it is let go.
+    held_for, gap = lead[idx], gap[idx]
+    t = (t * gap - held_for) / np.maximum(1.0, gap - held_for)
+    ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), np.maximum(1.0, gap - held_for), fps)
+    ramp = ramp * smoothstep(plen / (ARC_PATH * lg))
     return SwingRays(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES),
                      near, line, base_h, SwingLine(idx, a, direction, plen, ga, gb, np.zeros(len(idx)), ramp))
 
@@ -958,10 +965,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             own = np.repeat(((lk.from_weight != 0.0) | (lk.to_weight != 0.0)).reshape(foot.feet, -1).any(1),
                             n // foot.feet)
             held, ground_support = np.where(own, held, 0.0), np.where(own, ground_support, 0.0)
+        # The swing's line over step edges, between the two contacts: it weighs nothing while a ball is held
+        # and ramps in from Ball Up (`LockTrack.lead`, `swing_rays`).
         two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
             (pa, ga), (pb, gb) = ends
-            pending = swing_rays(two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.opened, ankle, soles, at, leg, fps)
+            pending = swing_rays(two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.lead, lk.opened, ankle, soles, at, leg,
+                                 fps)
     identity = np.zeros((n, 4))
     identity[:, 0] = 1.0
     tilt = identity

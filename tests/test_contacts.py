@@ -224,9 +224,11 @@ def test_feet_with_the_same_timing_share_its_arithmetic_and_each_gets_what_it_ge
 def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_ankle_lifts_off():
     """A contact held on its ball through toe-off (Ball Down at 6, End at 10, Ball Up at 14): along the ground
     the ball stays held until Ball Up, but up the up axis the contact ends with the ankle's, at End: the sole is
-    no longer put down, and the swing's clearance and toe-up turn ease in from there, on into the swing without
-    starting again at Ball Up. Held to Ball Up, a jump from standing up stairs kept its toe on the lower tread
-    until the ball was up, then climbed the riser in 3 frames (fair1_jumping stairs, knee 1.77x the source's)."""
+    no longer put down, and the toe-up turn eases in from there. The clearance over the terrain around waits
+    until the ball is let go (a held ball stays on its tread, issue 20 (b)), then goes on from its ease since
+    End, not starting again at Ball Up. (The sole put down to Ball Up, a jump from standing up stairs kept its
+    toe on the lower tread until the ball was up, then climbed the riser in 3 frames: fair1_jumping stairs,
+    knee 1.77x the source's.)"""
     f = np.arange(0.0, 41.0)
     start, end = np.array([0.0, 30.0]), np.array([10.0, 40.0])
     lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
@@ -239,8 +241,11 @@ def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_
     assert (track.weight[f <= 14] == 1.0).all() and (track.ball[(f >= 6) & (f <= 14)] == 1.0).all()
     assert np.allclose(track.point[(f >= 6) & (f <= 14)], lock[0] + ball[0])
     assert (track.down[f <= 10] == 1.0).all() and (track.down[roll] == 0.0).all()
-    assert (track.swing[roll] > 0.0).all() and (track.pitch[roll] > 0.0).all()
-    assert (np.diff(track.swing[(f > 10) & (f <= 20)]) >= 0.0).all()  # no restart at Ball Up
+    assert (track.swing[f <= 14] == 0.0).all() and (track.pitch[roll] > 0.0).all()
+    assert track.swing[15] == contacts.swing_weight(5.0, 120.0) > contacts.swing_weight(1.0, 120.0)  # no restart
+    assert (np.diff(track.swing[(f > 14) & (f <= 20)]) >= 0.0).all()
+    # The swing's line over step edges ramps in from Ball Up: its first 4 frames (End to Ball Up) are held.
+    assert (track.lead[(f > 10) & (f < 30)] == 4.0).all() and (track.lead[(f <= 10) | (f >= 30)] == 0.0).all()
 
 
 def test_a_held_heading_is_kept_through_the_ball_and_carried_across_the_swing():

@@ -306,16 +306,17 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
 
 
-def _toe_off_plan(frame: float, ball_y: float):
+def _toe_off_plan(frame: float, ball_y: float, up: float = 0.0):
     """`model.plan_foot` for one frame of a toe-off beside a riser: the foot's lock track from `contacts._track`
     for a contact whose ankle is held over frames 0-10 and its ball from 6 to Ball Up at 30 (on the lower
     tread, `ball_y` before the riser at TREAD), the heel up, the next contact at 200; both contacts stood 2.5%
-    of the leg over the animation's floor (their hover, carried as `rise`)."""
+    of the leg over the animation's floor (their hover, carried as `rise`). `up`: how far the animation has
+    the ball and toe tip over that (x leg)."""
     drop = 0.025 * LEG
-    ankle = np.array([[0.0, ball_y - 0.1 * LEG, 0.12 * LEG + drop]])
-    ball = np.array([[0.0, ball_y, drop]])
-    tip = np.array([[0.0, ball_y + 0.06 * LEG, drop]])
-    heel = np.array([[0.0, ball_y - 0.16 * LEG, 0.09 * LEG + drop]])
+    ankle = np.array([[0.0, ball_y - 0.1 * LEG, (0.12 + up) * LEG + drop]])
+    ball = np.array([[0.0, ball_y, up * LEG + drop]])
+    tip = np.array([[0.0, ball_y + 0.06 * LEG, up * LEG + drop]])
+    heel = np.array([[0.0, ball_y - 0.16 * LEG, (0.09 + up) * LEG + drop]])
     hip = ankle + np.array([[0.0, 0.1 * LEG, 0.85 * LEG]])
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
     frame_m = np.eye(4)[None].copy()
@@ -353,6 +354,52 @@ def test_a_ball_held_through_toe_off_stays_on_its_ground_until_it_is_let_go():
     assert lift_near > lift_far + 0.02 * LEG  # it clears the riser as a swing does
 
 
+def test_a_held_ball_the_animation_has_a_little_off_its_ground_is_not_lifted_clear_of_a_riser():
+    """Issue 20 (b, hover during the source's contacts): a ball held through toe-off that the animation has a
+    little over the ground of its contact (0.5% of the leg: a capture's ball bobbing as the heel rises, well
+    under ROLL_HEIGHT, so it is down) keeps that height over its tread beside a riser as it does with the riser
+    out of reach: the clearance field and the swing's line do not weigh in on a frame anything is held. Before,
+    their gates (SWING_LIFT) read the ball's small height as partly lifted and raised it by part of the riser's
+    clearance (here 2.8% of the leg on frame 12, 7.4% from frame 20; xia_old over stairs: the held ball 9.5% of
+    the leg over its tread in a source contact, xia_strutting 8.9%)."""
+    for frame in (12.0, 20.0, 29.0):
+        far, _ = _toe_off_plan(frame, 0.1 * LEG, up=0.005)
+        near, _ = _toe_off_plan(frame, TREAD - 0.12 * LEG, up=0.005)
+        assert abs(float(near.correction[0]) - float(far.correction[0])) < 1e-6 * LEG, (frame, near.correction,
+                                                                                         far.correction)
+    _, lift_far = _toe_off_plan(80.0, 0.1 * LEG, up=0.005)  # let go: it clears the riser as a swing does
+    _, lift_near = _toe_off_plan(80.0, TREAD - 0.12 * LEG, up=0.005)
+    assert lift_near > lift_far + 0.02 * LEG
+
+
+def test_the_swing_line_over_step_edges_comes_in_from_ball_up_not_in_one_frame():
+    """Issue 20 (b): after a toe-off whose ball is held 20 frames past the ankle's End, the swing's line over
+    step edges (`model.swing_rays`) weighs nothing on a held frame (the ball stays on its tread) and ramps in
+    from Ball Up as a swing's does from its lift-off (ARC_RAMP_TIME), with no step between two frames: live
+    preview with no frame cache plans each frame alone, with no smoothing to hide a step. (Cast on held frames,
+    it lifted the held ball off its tread; switched on at Ball Up, its whole lift came in one frame.)"""
+    fps, f = 120.0, np.arange(0.0, 71.0)
+    start, end = np.array([0.0, 60.0]), np.array([10.0, 70.0])
+    lock = np.array([[0.0, 0.0, 0.1], [0.0, 1.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    ball = np.array([[0.0, 0.1, -0.08], [0.0, 0.0, 0.0]])
+    lk = contacts._track(f, fps, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 70.0]), z3, zeros, z3,
+                         np.array([6.0, np.inf]), np.array([30.0, 70.0]), ball, lock)
+    n = len(f)
+    ankle = lock[0] + (lock[1] - lock[0]) * np.clip((f - 10.0) / 50.0, 0.0, 1.0)[:, None]
+    soles = [ankle + np.array([0.0, -0.05, -0.08]), ankle + np.array([0.0, 0.15, -0.08])]
+    rows = (lk.from_weight > 0.0) & (lk.to_weight > 0.0)
+    at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    ramp = np.zeros(n)
+    rays = model.swing_rays(rows, lk.from_point, lk.to_point, np.zeros(n), np.zeros(n), lk.to_weight, lk.gap, lk.lead,
+                            lk.opened, ankle, soles, at, np.full(n, LEG), fps)
+    ramp[rays.partial.rows] = rays.partial.ramp
+    assert (ramp[f <= 30] == 0.0).all(), ramp  # nothing while the ball is held, up to Ball Up
+    least = max(tuning.ARC_RAMP_FRAMES, tuning.ARC_RAMP_TIME * fps)
+    assert 0.0 < ramp[31] < 0.05 and ramp[30 + int(least)] == 1.0, ramp  # from Ball Up, over ARC_RAMP_TIME
+    assert np.abs(np.diff(ramp)).max() <= 1.5 / least + 1e-9, np.diff(ramp)  # smoothstep's steepest
+
+
 def _lift_off_plan(speed: float, fps: float = 120.0):
     """`model.plan_foot` over three frames right after a lift-off beside a riser (the ball TREAD - 0.12 leg
     along the lower tread, the riser within the clearance's reach): nothing held, fully into the swing; the
@@ -373,7 +420,7 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
     one, z3 = np.ones(n), np.zeros((n, 3))
     lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
-                           free=0 * one, pitch=0 * one, gap=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
+                           free=0 * one, pitch=0 * one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
                            turning=0 * one, heading=0 * one, twist=0 * one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,

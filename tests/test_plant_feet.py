@@ -133,8 +133,11 @@ def _planted_soles(kind, applied_scale, object_scale, cached=True):
             # frame-to-frame move beyond tuning.PELVIS_SPEED leg lengths per second (a riser's 0.22 at 24 fps).
             assert jump <= tuning.PELVIS_SPEED * leg / scene.render.fps * (1 + 1e-4), (jump / rise, pelvis_z)
         else:
-            # The frame-by-frame fallback (no frame cache was built, so no speed limit): no jump of 0.4 riser.
-            assert jump < 0.4 * rise, jump / rise
+            # The frame-by-frame fallback (no frame cache was built, so no speed limit, and no swing smoothing):
+            # no jump of half a riser. Its largest is where the back foot's held ball is let go beside the riser
+            # and the leg no longer holds the pelvis down: 0.48 riser (0.36 while the swing's line lifted the
+            # held ball off its tread on the frame before, by 1.8% of the leg: issue 20 (b)).
+            assert jump < 0.5 * rise, jump / rise
 
 
 def _fcurves(obj):
