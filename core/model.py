@@ -632,8 +632,9 @@ def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, g
     # is held for its first `lead` frames (toe-off) ramps in from Ball Up: none while the ball is held, which
     # stays on its tread (`contacts._track`), and no jump as it is let go.
     held_for, gap = lead[idx], gap[idx]
-    t = (t * gap - held_for) / np.maximum(1.0, gap - held_for)
-    ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), np.maximum(1.0, gap - held_for), fps)
+    free_for = np.maximum(1.0, gap - held_for)  # the swing's frames from Ball Up
+    t = (t * gap - held_for) / free_for
+    ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), free_for, fps)
     ramp = ramp * smoothstep(plen / (ARC_PATH * lg))
     return SwingRays(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES),
                      near, line, base_h, SwingLine(idx, a, direction, plen, ga, gb, np.zeros(len(idx)), ramp))
