@@ -155,6 +155,27 @@ class ContactIKContact(bpy.types.PropertyGroup):
         description="How far the foot is turned from its animated heading when the ankle is let go; kept while "
         "the ball is held, and carried into the swing as the lock's correction is",
     )
+    lands: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball Lands First", default=False,
+        description="The ball is down before the ankle comes to rest, and is held from Ball Lands (set when "
+        "contacts are detected or relocked)",
+    )
+    land: IntProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball Lands",
+        description="First frame the ball is held before Start: the ball is down (on the ground and still) while "
+        "the ankle is still coming to rest, and is held where it is at Start from then on (set when contacts are "
+        "detected or relocked; Start where the ball lands with the ankle)",
+    )
+    land_ball: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Ball at Landing", size=3, subtype="XYZ",
+        description="Where the ball is held from Ball Lands to Start, relative to the lock point (world space)",
+    )
+    land_shift: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Landing Shift", size=3, subtype="XYZ",
+        description="How far the ball, held from Ball Lands, is from where the animation has it on Ball Lands, "
+        "beyond the lock's correction at Start (world space): the swing's correction along the ground arrives "
+        "at it by Ball Lands",
+    )
 
 
 class ContactIKLimb(bpy.types.PropertyGroup):

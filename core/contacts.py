@@ -13,7 +13,8 @@ Feet roll (heel strike, flat, toe-off): while the ball is down (`ball_down`: the
 its ball slow along the ground) a contact holds the ball, not the ankle, from the first frame of that run
 through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up); the ball is held where it was
 when the ankle was at the lock point, so the hold goes on from the ankle's without a jump. A contact whose
-ball stays down until the next one lands is one stance with it.
+ball stays down until the next one lands is one stance with it. A ball that lands before the ankle comes to
+rest is held from its landing (`landing_of`: Ball Lands), where it will be at Start, along the ground only.
 
 During a contact the foot's ankle (or ball) stays at its lock point (along the ground) and its sole is put
 down on the terrain; between contacts the correction blends across the swing (`locks_over`).
@@ -211,6 +212,20 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
     return first, last
 
 
+def landing_of(down: np.ndarray, a: int, first: int) -> int:
+    """The frame a contact starting on `a` holds its ball from: the first of the run of frames its ball is
+    `down` into `a` (the ball landed, on the ground and still, while the ankle was still coming to rest), from
+    no earlier than `first` (the frame after the previous contact's last held frame); `a` where the ball is not
+    down on `a` and the frame before it. Until the ankle rests the ball slid with the capture's jitter, held
+    by nothing (cmu_13_42, cmu_07_04: 1.2-1.7% of the leg)."""
+    if a - 1 < first or not (down[a] and down[a - 1]):
+        return a
+    land = a - 1
+    while land - 1 >= first and down[land - 1]:
+        land -= 1
+    return land
+
+
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
                     end: Optional[int] = None, samples: Optional[dict[int, dict[str, np.ndarray]]] = None) -> int:
     """Replace every foot's contacts with those found in the animation (`samples`: `sample_feet` over
@@ -261,11 +276,14 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
                                [(a, max(b, h[1] if h else b)) for (a, b), h in zip(found, holds)],
                                int(math.ceil(MIN_CONTACT * fps)))
         found = sorted(found + on_ball)
+        held_to = -1  # the previous contact's last held frame
         for k, (a, b) in enumerate(found):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            _fill(c, d, a, b, s.floor_height, (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit))
+            roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit)
+            _fill(c, d, a, b, s.floor_height, roll, landing_of(down, a, held_to + 1))
+            held_to = max(b, roll[1]) if roll is not None else b
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
@@ -290,12 +308,24 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cuts(d["ankle"], leg, fps)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
+    spans = [(c.start, c.end) for c in limb.contacts]
+    lasts: list[int] = []  # each contact's last held frame, as it is before relocking
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         if b >= a:
             later = [s0 - start for s0 in starts if s0 > c.end]
             limit = min(later) - 1 if later else len(down) - 1
-            _fill(c, d, a, b, floor, held_ball(d, down, a, b, limit))
+            roll = held_ball(d, down, a, b, limit)
+            lasts.append(start + (max(b, roll[1]) if roll is not None else b))
+        else:
+            lasts.append(c.end)
+    for c, (s0, e0) in zip(limb.contacts, spans):
+        a, b = s0 - start, e0 - start
+        if b >= a:
+            later = [x - start for x in starts if x > e0]
+            limit = min(later) - 1 if later else len(down) - 1
+            before = [last - start for (s1, _e1), last in zip(spans, lasts) if s1 < s0]
+            _fill(c, d, a, b, floor, held_ball(d, down, a, b, limit), landing_of(down, a, max(before, default=-1) + 1))
 
 
 def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:
@@ -358,10 +388,11 @@ def turn_on_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int) -> 
     return (p, b) if drift("ball") < drift("ankle") else None
 
 
-def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: Optional[tuple[int, int]] = None) -> None:
+def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: Optional[tuple[int, int]] = None,
+          land: Optional[int] = None) -> None:
     """A contact's lock point, ankle at landing and lift-off, hovers over the animation's `floor` and footprint
-    from the samples of its frames a..b (`sample_feet`), and the frames `roll` (first, last; `held_ball`) it
-    holds its ball on."""
+    from the samples of its frames a..b (`sample_feet`), the frames `roll` (first, last; `held_ball`) it
+    holds its ball on, and the frame `land` (`landing_of`; None: `a`) its ball is held from before it starts."""
     lock = d["ankle"][a:b + 1].mean(axis=0)
     c.lock = tuple(lock)
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
@@ -398,6 +429,15 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: 
         c.pivot = c.roll = c.end
         c.ball, c.ball_leave = (0.0, 0.0, 0.0), tuple(d["ball"][b])
     c.drop_in, c.drop_out = float(d["sole"][a, 2] - floor), float(d["sole"][b, 2] - floor)  # up the up axis it lifts off at End
+    # Its ball held from `land`, before Start: where it is at Start (the ankle at the lock point, or, held
+    # from Start, where it is held then), so the hold goes on into the contact's without a jump; and how far
+    # that is from the animation's ball on `land`, beyond the ankle's correction at Start.
+    c.lands = land is not None and land < a
+    c.land, c.land_ball, c.land_shift = c.start, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    if land is not None and land < a:
+        at = np.array(c.ball) if roll is not None and roll[0] == a else d["ball"][a] - d["ankle"][a]
+        c.land, c.land_ball = c.start - (a - land), tuple(at)
+        c.land_shift = tuple(d["ankle"][a] + at - d["ball"][land])
     # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
     # of the contact through Ball Up, each relative to the ankle on its frame (where they are when the ankle
     # stays at the lock point): a foot rolling onto its toes or turning in place still keeps all of it on one
@@ -518,13 +558,19 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     holds = contact_values(cs, "holds_turn") > 0.5
     turn = (holds, contact_values(cs, "heading"), np.where(holds, contact_values(cs, "turn_in"), 0.0),
             np.where(holds, contact_values(cs, "turn_out"), 0.0))
-    lo, hi = values[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
+    # The ball held from Ball Lands, before Start (`ContactIKContact.lands`); never after Start (a contact
+    # whose frames were edited since).
+    lands = (contact_values(cs, "lands") > 0.5) & (contact_values(cs, "land") < values[0])
+    land = (np.where(lands, contact_values(cs, "land"), values[0]),
+            np.where(lands[:, None], contact_values(cs, "land_ball", 3), 0.0),
+            np.where(lands[:, None], contact_values(cs, "land_shift", 3), 0.0))
+    lo, hi = land[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
     if kept is not None and "track" not in kept and lo <= first <= hi and hi - lo <= 20_000:
-        kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values, turn=turn))
+        kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values, turn=turn, land=land))
         row = row_of(*kept["track"])
         if row is not None:
             return row
-    return _track(first + np.arange(count, dtype=np.float64), fps, *values, turn=turn)
+    return _track(first + np.arange(count, dtype=np.float64), fps, *values, turn=turn, land=land)
 
 
 def _around(f: np.ndarray, start: np.ndarray, last: np.ndarray, fade: float) -> tuple[np.ndarray, ...]:
@@ -562,14 +608,17 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
            lock: np.ndarray, enter: np.ndarray, leave: np.ndarray, span: np.ndarray, ends: np.ndarray,
            cut: np.ndarray, jump: np.ndarray, pivot: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
            ball: Optional[np.ndarray] = None, ball_leave: Optional[np.ndarray] = None, *,
-           turn: Optional[tuple[np.ndarray, ...]] = None) -> LockTrack:
+           turn: Optional[tuple[np.ndarray, ...]] = None, land: Optional[tuple[np.ndarray, ...]] = None) -> LockTrack:
     """`locks_over` for frames `f`, from the contacts' values, the range they were detected over (`span`,
     first and last frame), the animation's ankle at its ends (`ends`, (2, 3)) and the cuts before contacts
     (`cut`, frame or 0, and `jump`, (C, 3)). The foot rolling over its ball: from `pivot` (inf: never) to `up`
     (the contact's last frame, at or after `end`) the ball is held at `lock` + `ball`; `ball_leave` is the
     animation's ball on the frame `up`. `turn`: per contact whether it holds the foot's heading while the
     ankle is held, that heading, and the turn from the animation's at landing and when the ankle is let go
-    (`ContactIKContact.holds_turn`); None: none does."""
+    (`ContactIKContact.holds_turn`); None: none does. `land`: per contact the frame its ball is held from
+    (`ContactIKContact.land`, at Start where it is not held before), where it is held then, relative to the
+    lock point, and the landing's shift beyond the lock's correction (`land_ball`, `land_shift`); None: none
+    is held before Start."""
     if pivot is None or up is None or ball is None or ball_leave is None:
         pivot, up, ball, ball_leave = np.full(len(start), np.inf), end, np.zeros((len(start), 3)), leave
     rolls = np.isfinite(pivot)
@@ -592,16 +641,20 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
 
     fade = max(1.0, FADE * fps)
 
-    def around(last: np.ndarray) -> tuple[np.ndarray, ...]:
-        return _around(f, start, last, fade)
+    def around(last: np.ndarray, first: np.ndarray = start) -> tuple[np.ndarray, ...]:
+        return _around(f, first, last, fade)
 
-    # Along the ground: the hold and the correction between holds.
-    held, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(hold)
+    if land is None:
+        land = (start, np.zeros((len(start), 3)), np.zeros((len(start), 3)))
+    lands, land_ball, land_shift = land
+    # Along the ground: the hold (from Ball Lands where the ball lands before the ankle rests) and the
+    # correction between holds, which arrives by Ball Lands where the ball is held from there.
+    held, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(hold, lands)
     after = out_point[p] - out_from[p]
     # What of a held ball's place the ground's turn about the ankle keeps (`model.plan_foot`) goes on into the
     # swing as the correction does: the ball held less the animation's ball from the ankle at lift-off.
     kept = np.where(rolls[:, None], ball - (ball_leave - leave), 0.0)[p]
-    before = lock[n] - enter[n]
+    before = lock[n] - enter[n] + land_shift[n]
     # Eased (smoothstep), not linear: the foot's correction along the ground stops changing as it lands and
     # starts changing only after it lifts off, so a landing a frame later than the source's does not slide it.
     w_after = np.where(both, 1.0 - smoothstep(t), np.where(only_prev, k_after, 0.0))
@@ -610,7 +663,9 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
                                np.where(only_next[:, None], before * k_before[:, None], 0.0)))
     i_held = np.maximum(held, 0)
     on_ball = (held >= 0) & (f >= pivot[i_held])
-    point = np.where((held >= 0)[:, None], lock[i_held] + np.where(on_ball[:, None], ball[i_held], 0.0), 0.0)
+    landing = (held >= 0) & (f < start[i_held])
+    point = np.where((held >= 0)[:, None], lock[i_held] + np.where(
+        on_ball[:, None], ball[i_held], np.where(landing[:, None], land_ball[i_held], 0.0)), 0.0)
     carry = np.where((held >= 0)[:, None] | (prev < 0)[:, None], 0.0, kept * w_after[:, None])
     offset = np.where((held >= 0)[:, None], 0.0, offset)
     # The foot's turn about the up axis: its heading held while the ankle is (`heading`, where `turning`); from
@@ -619,7 +674,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     if turn is None:
         turn = (np.zeros(len(start), dtype=bool), np.zeros(len(start)), np.zeros(len(start)), np.zeros(len(start)))
     holds, heading, turn_in, turn_out = turn
-    turning = (held >= 0) & ~on_ball & holds[i_held]
+    turning = (held >= 0) & ~on_ball & ~landing & holds[i_held]
     s_t = smoothstep(t)
     twist = np.where(both, turn_out[p] + (turn_in[n] - turn_out[p]) * s_t,
                      np.where(only_prev, turn_out[p] * k_after, np.where(only_next, turn_in[n] * k_before, 0.0)))
@@ -676,7 +731,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     return LockTrack(
         weight=np.where(held >= 0, 1.0, 0.0),
         point=point,
-        ball=np.where(on_ball, 1.0, 0.0),
+        ball=np.where(on_ball | landing, 1.0, 0.0),
         carry=carry,
         offset=offset,
         down=np.where(pinned, 1.0, 0.0),
@@ -685,8 +740,8 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         from_weight=np.where(pinned, 1.0, w0),
         to_point=np.where(pinned[:, None], 0.0, np.where(both[:, None], a1, 0.0)),
         to_weight=np.where(pinned, 0.0, w1),
-        swing=np.where(far | (held >= 0), 0.0, swing_weight(since, fps)),
-        free=np.where(far | (held >= 0), 0.0, free_weight(since, fps)),
+        swing=np.where(far | ((held >= 0) & ~landing), 0.0, swing_weight(since, fps)),
+        free=np.where(far | ((held >= 0) & ~landing), 0.0, free_weight(since, fps)),
         pitch=np.where(pinned, 0.0, np.where(far, 1.0, pitch_weight(since, fps))),
         gap=np.where(both & ~pinned, gap, 0.0),
         # The frames after End its ball is still held, from the swing's first (a roll's toe-off).
@@ -695,5 +750,7 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         turning=np.where(turning, 1.0, 0.0),
         heading=np.where(turning, heading[i_held], 0.0),
         twist=twist,
+        landing=np.where(landing, 1.0, 0.0),
+        anchor=np.where(landing[:, None], lock[i_held], 0.0),
     )
 

@@ -404,6 +404,11 @@ class LockTrack:
     turning: np.ndarray
     heading: np.ndarray
     twist: np.ndarray
+    # 1 where the ball is held before the contact's Start (`ContactIKContact.land`: it landed before the ankle
+    # came to rest): along the ground only (`ball` is 1 there too); up the up axis the frame is a swing's. Its
+    # contact's lock point there (`anchor`, (N, 3)), where the ground turns the foot about the ankle.
+    landing: np.ndarray
+    anchor: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
@@ -411,7 +416,7 @@ class LockTrack:
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
                    z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy())
+                   z.copy(), z.copy(), z3.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -914,7 +919,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # Through toe-off (its ball held after the ankle's contact) the foot is lifted by as much as its sole is
         # over the ground of its contacts (the hover it carries taken off), not over the animation's floor: a
         # ball on its ground stays there until it is let go instead of clearing the terrain around it.
-        on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0)
+        on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0) & (lk.landing <= 0.0)
         lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
     # How far the animation has the sole off the ground it stands on, for the clearance field's gate
@@ -936,8 +941,11 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # The ray under the ankle, and those from the contacts around (from their own heights, whatever the
     # foot's): one cast.
     points = [ankle]
+    landing = lk is not None and anchored_ground and bool(lk.landing.any())
     if lk is not None and anchored_ground:
         points += [lk.from_point, lk.to_point]
+        if landing:  # a ball held before Start turns with the ground at its contact's lock point
+            points.append(lk.anchor)
     reach = per_row(reach, n)
     hits = rays.cast(np.concatenate([p + lift for p in points]), np.concatenate([reach] * len(points)),
                      np.concatenate([up] * len(points)))
@@ -985,8 +993,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         holds = lk is not None and anchored_ground and bool(lk.ball.any() or lk.carry.any())
         rows, limit, ups = contact, foot.max_align, up
         if holds:
-            at_lock = hits.hit[n:2 * n]
-            normal = np.concatenate((normal, np.where(at_lock[:, None], hits.normal[n:2 * n], up)))
+            at_lock, lock_normal = hits.hit[n:2 * n], hits.normal[n:2 * n]
+            if landing:
+                assert lk is not None
+                ahead = lk.landing > 0.0
+                at_lock = np.where(ahead, hits.hit[3 * n:4 * n], at_lock)
+                lock_normal = np.where(ahead[:, None], hits.normal[3 * n:4 * n], lock_normal)
+            normal = np.concatenate((normal, np.where(at_lock[:, None], lock_normal, up)))
             rows, limit, ups = np.concatenate((contact, np.ones(n))), np.tile(per_row(limit, n), 2), np.tile(up, (2, 1))
         full = q_between(ups, normal)
         angle = 2.0 * np.arccos(np.minimum(np.abs(full[:, 0]), 1.0))
@@ -1002,7 +1015,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             # lock point (`from_point` in a contact) and turned to the ground there (`was`): the ankle goes
             # where that puts the ball, turned as it is now.
             was = turns[n:]
-            off = lk.point - lk.from_point  # the ball from the ankle's lock point, as held
+            # The ball from the ankle's lock point, as held (before Start, from its own contact's).
+            off = lk.point - np.where((lk.landing > 0.0)[:, None], lk.anchor, lk.from_point)
             rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]  # as animated
             # After it, the shift at lift-off carried on (with the turn at the lock point), faded as the
             # correction is, so the ankle does not jump as the ball is let go. The three turns in one pass.
@@ -1061,7 +1075,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     arc = pending.line(along) if pending is not None and along is not None else None
     if len(soles) > 1:
         # A foot in the air turns toe-up rather than lift its ankle for its toe.
-        loose = (lk.weight == 0.0) & (lk.pitch > 0.0) if lk is not None else np.ones(n, dtype=bool)
+        loose = (((lk.weight == 0.0) | (lk.landing > 0.0)) & (lk.pitch > 0.0) if lk is not None
+                 else np.ones(n, dtype=bool))
         pitch, has = toe_pitch(turned[0], turned[-1],
                                found[:, 0], found[:, -1], up, lk.pitch if lk is not None else 1.0)
         sel = loose & has

@@ -248,6 +248,59 @@ def test_a_foot_rolling_onto_its_ball_starts_its_swing_up_the_up_axis_where_its_
     assert (track.lead[(f > 10) & (f < 30)] == 4.0).all() and (track.lead[(f <= 10) | (f >= 30)] == 0.0).all()
 
 
+def test_a_ball_that_lands_before_the_ankle_rests_is_held_from_its_landing():
+    """Issue 20 (b): where the ball is down (on the ground and still) on the frames before the ankle comes to
+    rest, the contact holds the ball from the first of them (`landing_of`), no earlier than the frame after
+    the previous contact's last held frame, and not where the ball is not down on Start and the frame before."""
+    down = np.zeros(60, dtype=bool)
+    down[12:40] = True  # the ball lands at 12; the ankle rests from 20
+    assert contacts.landing_of(down, 20, 0) == 12
+    assert contacts.landing_of(down, 20, 15) == 15  # the previous contact held its foot to 14
+    assert contacts.landing_of(down, 12, 0) == 12  # the ball lands with the ankle
+    down[19] = False
+    assert contacts.landing_of(down, 20, 0) == 20  # the ball up the frame before Start
+    down[19], down[20] = True, False
+    assert contacts.landing_of(down, 20, 0) == 20  # ... or on Start
+
+
+def test_a_ball_held_from_its_landing_is_held_along_the_ground_only():
+    """The ball held from Ball Lands (12) to Start (20): on those frames it is held where it is at Start (the
+    lock point and `land_ball`), with no heading held; the swing's correction along the ground arrives there
+    by Ball Lands with no jump. Up the up axis nothing changes: the frames before Start are the swing's (the
+    sole not put down, its hover, ground, clearance and toe-up turn as without the landing), so the foot
+    comes down as before and only stops sliding."""
+    f = np.arange(0.0, 41.0)
+    start, end = np.array([0.0, 20.0]), np.array([4.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
+    enter = lock + np.array([0.02, 0.0, 0.0])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    span = np.array([0.0, 40.0])
+    land_ball = np.array([[0.0, 0.0, 0.0], [0.15, 0.0, -0.08]])
+    land_shift = np.array([[0.0, 0.0, 0.0], [-0.03, 0.01, 0.0]])
+    land = (np.array([0.0, 12.0]), land_ball, land_shift)
+    plain = contacts._track(f, 24.0, start, end, zeros, zeros, lock, enter, lock, span, z3, zeros, z3)
+    track = contacts._track(f, 24.0, start, end, zeros, zeros, lock, enter, lock, span, z3, zeros, z3, land=land)
+    landing = (f >= 12) & (f < 20)
+    assert (track.landing[landing] == 1.0).all() and (track.landing[~landing] == 0.0).all()
+    assert (track.weight[landing] == 1.0).all() and (track.ball[landing] == 1.0).all()
+    assert np.allclose(track.point[landing], lock[1] + land_ball[1])
+    assert np.allclose(track.anchor[landing], lock[1]) and (track.turning[landing] == 0.0).all()
+    assert np.allclose(track.twist[landing], 0.0)
+    # The swing's correction arrives at Ball Lands: the animation's ball there moved onto where it is held.
+    before = lock[1] - enter[1] + land_shift[1]
+    gone = np.linalg.norm(track.offset[5:12] - before, axis=1)
+    assert gone[-1] < 0.05 * np.linalg.norm(before) and (np.diff(gone) < 0.0).all()
+    assert np.linalg.norm(np.diff(track.offset[5:12], axis=0), axis=1).max() < 0.3 * np.linalg.norm(before)
+    # Up the up axis, every frame as without the landing.
+    for name in ("down", "rise", "from_point", "from_weight", "to_point", "to_weight", "swing", "free", "pitch",
+                 "gap", "lead", "opened"):
+        assert np.array_equal(getattr(track, name), getattr(plain, name)), name
+    assert (track.swing[landing] > 0.0).any()  # the swing's clearance still eases out there
+    # From Start on, and before Ball Lands, the track is the plain one along the ground too.
+    rest = f >= 20
+    assert np.array_equal(track.point[rest], plain.point[rest]) and np.array_equal(track.weight[rest], plain.weight[rest])
+
+
 def test_a_held_heading_is_kept_through_the_ball_and_carried_across_the_swing():
     """Issue 20 (b), the whole foot held when flat: while the ankle is held (0..5) so is the foot's heading
     (`turning`, at the contact's `heading`); from Ball Down (6) to Ball Up (14) the foot keeps the turn it had

@@ -421,7 +421,7 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
     lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
                            free=0 * one, pitch=0 * one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
-                           turning=0 * one, heading=0 * one, twist=0 * one)
+                           turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one, anchor=z3.copy())
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))

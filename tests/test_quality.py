@@ -42,6 +42,17 @@ def test_contacts_penetration_hover_skate_and_bone_lengths(clip, terrain):
         assert source["hover_max_rel"] > quality.TARGETS["hover"] or source["skate_max_rel"] > quality.TARGETS["skate"]
 
 
+def test_a_ball_landing_before_its_ankle_rests_does_not_slide():
+    """Issue 20 (b), measured as a user sees it (`core/measure.py`: contacts from the source animation, the
+    skeleton's ball by ray cast): the right foot of cmu_01_01 lands on its ball a few frames before its ankle
+    comes to rest, and its ball slid there, held by nothing, 1.4% of the leg (the source's own 4.7%). Held from
+    its landing, it slides within the 1% target; the source had that much to fix."""
+    row = _row("cmu_01_01_forward_jumps.bvh", "flat")
+    foot = next(f for f in row["feet"] if f["limb"] == "Right Leg")["independent"]
+    assert foot["source_skate_max_rel"] > quality.TARGETS["skate"], foot
+    assert foot["skate_max_rel"] <= quality.TARGETS["skate"], foot
+
+
 # The clips pinned in tests/data (the six development clips). The broad corpus of ../shared/mocap is
 # measured by `make quality` (docs/quality.md lists its misses); it is not gated here.
 ALL_CLIPS = sorted(p.name for p in harness.MOCAP.glob("*.bvh"))
