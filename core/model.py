@@ -1082,6 +1082,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         sel = loose & has
         if sel.any():
             turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)
+            if lk is not None and lk.landing.any():
+                # A ball held before Start (`LockTrack.landing`) stays where it is held as the foot turns
+                # toe-up about the ankle: the ankle moves along the ground by what the turn moves the ball.
+                rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]
+                moved = qrot(turn, rel) - qrot(tilt, rel)
+                moved = moved - up * _dot(moved, up)[:, None]
+                target = target - np.where((sel & (lk.landing > 0.0))[:, None], moved, 0.0)
             found, bare, touching, turned, _ = needs(turn)
     best = np.max(found, 1)
     if arc is not None:

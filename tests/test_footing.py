@@ -442,3 +442,44 @@ def test_a_foot_still_on_its_ground_at_lift_off_is_not_lifted_clear_of_a_riser_a
     moving = _lift_off_plan(2.0 * tuning.LIFT_SPEED)
     assert np.abs(still).max() < 1e-6 * LEG, still  # on its ground: the riser ahead does not lift it
     assert moving.min() > 0.01 * LEG, moving  # on its way: lifted clear of the riser as before
+
+
+def _landing_plan(landing: float, fps: float = 120.0):
+    """`model.plan_foot` over three frames of a ball held from its landing before Start (`LockTrack.landing`),
+    the foot still coming down in front of a riser: its toe tip reaches over the next, higher tread, so the
+    foot turns toe-up. The planned ball (where the plan puts the animation's ball) and the foot's turn."""
+    n = 3
+    down = np.array([[0.0, 0.0, -0.01 * LEG]]) * np.arange(n)[:, None]
+    ball_y = TREAD - 0.03 * LEG
+    ankle = np.array([[0.0, ball_y - 0.1 * LEG, 0.08 * LEG]]) + down
+    ball = np.array([[0.0, ball_y, 0.02 * LEG]]) + down
+    tip = np.array([[0.0, ball_y + 0.08 * LEG, 0.02 * LEG]]) + down
+    heel = np.array([[0.0, ball_y - 0.16 * LEG, 0.05 * LEG]]) + down
+    hip = ankle + np.array([[0.0, 0.1 * LEG, 0.85 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
+    frame = np.tile(np.eye(4), (n, 1, 1))
+    frame[:, :3, 3] = ankle
+    one, z3 = np.ones(n), np.zeros((n, 3))
+    held = np.array([0.0, ball_y + 0.01 * LEG, 0.0])  # where the ball is held, along the ground
+    lock = model.LockTrack(weight=one, point=np.tile(held, (n, 1)), offset=z3.copy(), down=0 * one, rise=0 * one,
+                           from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one,
+                           swing=one, free=0 * one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one, ball=one,
+                           carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one, landing=landing * one,
+                           anchor=np.tile(held - (ball[0] - ankle[0]), (n, 1)))
+    at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
+                      ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(n), fps)
+    rotations = harness.module("solvers.rotations")
+    return plan.target + rotations.qrot(plan.rotation, ball - ankle), plan.rotation, held
+
+
+def test_a_ball_held_from_its_landing_stays_put_as_the_foot_turns_toe_up():
+    """Issue 20 (b): a ball held before Start (it landed before the ankle came to rest) stays where it is
+    held along the ground while the foot, still coming down in front of a riser, turns toe-up about its
+    ankle: the ankle moves by what the turn moves the ball. Before, the turn swept the held ball forward
+    (cmu_08_07 over stairs: 0.6% of the leg before Start, skate 1.34% -> 0.76%)."""
+    planned, rotation, held = _landing_plan(1.0)
+    assert (np.abs(rotation[:, 0]) < 1.0 - 1e-6).all(), rotation  # the foot does turn toe-up here
+    drift = np.linalg.norm(planned[:, :2] - held[:2], axis=1)
+    assert drift.max() < 1e-6 * LEG, drift / LEG
