@@ -308,24 +308,19 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cuts(d["ankle"], leg, fps)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
-    spans = [(c.start, c.end) for c in limb.contacts]
-    lasts: list[int] = []  # each contact's last held frame, as it is before relocking
+    # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
+    # landing reaches (`landing_of`: not before the frame after the previous contact's last held frame).
+    rolls: list[Optional[tuple[int, int]]] = []
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
+        later = [s0 - start for s0 in starts if s0 > c.end]
+        rolls.append(held_ball(d, down, a, b, min(later) - 1 if later else len(down) - 1) if b >= a else None)
+    lasts = [c.end - start if r is None else max(c.end - start, r[1]) for c, r in zip(limb.contacts, rolls)]
+    for c, roll in zip(limb.contacts, rolls):
+        a, b = c.start - start, c.end - start
         if b >= a:
-            later = [s0 - start for s0 in starts if s0 > c.end]
-            limit = min(later) - 1 if later else len(down) - 1
-            roll = held_ball(d, down, a, b, limit)
-            lasts.append(start + (max(b, roll[1]) if roll is not None else b))
-        else:
-            lasts.append(c.end)
-    for c, (s0, e0) in zip(limb.contacts, spans):
-        a, b = s0 - start, e0 - start
-        if b >= a:
-            later = [x - start for x in starts if x > e0]
-            limit = min(later) - 1 if later else len(down) - 1
-            before = [last - start for (s1, _e1), last in zip(spans, lasts) if s1 < s0]
-            _fill(c, d, a, b, floor, held_ball(d, down, a, b, limit), landing_of(down, a, max(before, default=-1) + 1))
+            before = [last for o, last in zip(limb.contacts, lasts) if o.start < c.start]
+            _fill(c, d, a, b, floor, roll, landing_of(down, a, max(before, default=-1) + 1))
 
 
 def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:
