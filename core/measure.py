@@ -350,6 +350,12 @@ class FootQuality:
     # POP_NEAR seconds of one), or else what the model holds ("outside": a swing); "" where nothing is known.
     pop_frame: int = -1
     pop_where: str = ""
+    # Hover over the source's own: inside the source's contacts, frame by frame, how much higher our lowest sole
+    # point is over the terrain than the source's is over its floor (on it, where the source is under it), at
+    # most (0: never higher). A figure for
+    # the report, not a target: it tells a foot the model lifts from one the capture itself holds up (a contact
+    # the independent detector finds with the ball or toe tip up to CONTACT_HEIGHT over the floor).
+    hover_over_source_rel: float = 0.0
 
     @property
     def penetration_rel(self) -> float:
@@ -461,9 +467,12 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         hover, src_hover, skate, src_skate = 0.0, 0.0, 0.0, 0.0
         state = held.get(name) if held is not None else None
         hover_frame, hover_held, skate_share = -1, "", math.nan
+        over_source = 0.0
         for a, b in contacts:
             low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain
             low = np.where(np.isfinite(low), low, np.nan)
+            # (the source's under its floor counts as on it: ours is never under the terrain)
+            over_source = max(over_source, _nanmax(low - np.maximum(src_heights[a:b + 1], 0.0)))
             h = _nanmax(low)
             if h > hover:
                 hover, hover_frame = h, a + int(np.nanargmax(low))
@@ -493,7 +502,7 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
                                ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
-                               max(0.0, judged_hover) / leg, pop_frame, pop_where))
+                               max(0.0, judged_hover) / leg, pop_frame, pop_where, max(0.0, over_source) / leg))
     return out
 
 

@@ -85,7 +85,8 @@ def main() -> None:
         q = r["independent"]
         leg = measure.leg_length(obj, f)
         o, s = ours[f.name], source[f.name]
-        print(f"\n{f.name}: hover {q['hover_max_rel']:.2%} (source {q['source_hover_max_rel']:.2%}) at frame "
+        print(f"\n{f.name}: hover {q['hover_max_rel']:.2%} (source {q['source_hover_max_rel']:.2%}; over the source's own "
+              f"{q['hover_over_source_rel']:.2%}) at frame "
               f"{frames[0] + q['hover_frame'] if q['hover_frame'] >= 0 else '-'} ({q['hover_held'] or '-'}), skate "
               f"{q['skate_max_rel']:.2%} (source {q['source_skate_max_rel']:.2%}), knee {r['knee_ratio']:.3f}x, hip "
               f"{r['hip_ratio']:.3f}x, penetration {q['penetration_skeleton_rel']:.2%}, identity {q['identity_max_rel']:.2%}")
