@@ -554,6 +554,7 @@ INDEPENDENT_COLUMNS = (
     ("contacts", lambda q: f"{q['source_contacts']}"),
     ("under terrain", lambda q: f"{q['penetration_rel']:.2%}"),
     ("hover/source", lambda q: f"{q['hover_max_rel']:.2%}/{q['source_hover_max_rel']:.2%}"),
+    ("hover over src", lambda q: f"{q['hover_over_source_rel']:.2%}"),
     ("skate/source", lambda q: f"{q['skate_max_rel']:.2%}/{q['source_skate_max_rel']:.2%}"),
     ("mm at 0.9 m", lambda q: f"{q['skate_max_mm']:.0f}"),
     ("knee speed/acc", lambda q: f"{q['knee_ratio']:.2f}x/{q['knee_acceleration_ratio']:.2f}x"),
@@ -578,7 +579,8 @@ def format_quality(report: dict) -> str:
     if report.get("independent"):
         lines += ["Independent figures (contacts from the source by a detector of its own; every sole point of the "
                   "skeleton and the skinned mesh, world space, ray cast onto the terrain; % of the leg; speed and "
-                  "acceleration over the source's peaks; moved: the largest move of a sole point from the source's, "
+                  "acceleration over the source's peaks; hover over src: how much higher ours is than the source's own "
+                  "in the same frames; moved: the largest move of a sole point from the source's, "
                   "which is the identity on flat ground at the source's floor):",
                   f"{'limb':<12}" + "".join(f"{title:>16}" for title, _c in INDEPENDENT_COLUMNS)]
         for q in report["independent"]:

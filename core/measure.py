@@ -555,7 +555,7 @@ def warnings(obj: bpy.types.Object, found: Sequence[FootQuality]) -> list[str]:
 def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Sequence[int]) -> tuple[str, list[str]]:
     """Plant Feet's and Bake's figures, as the rigs play now, measured here (not the model's own): 'worst
     under the terrain 0.12% of the leg (1.1 mm, skinned mesh), worst skate 0.06% and hover 0.30% of the leg over 8
-    source contacts, knee and hip peak speed 1.05x the source's', or
+    source contacts (hover 0.10% above the source's own there), knee and hip peak speed 1.05x the source's', or
     '' when no rig has feet on a terrain; and every rig's `warnings`."""
     from .ground import terrain_objects
     from .metrics import length_text
@@ -578,9 +578,11 @@ def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Se
     where = "skinned mesh" if (worst.penetration_mesh_rel or 0.0) > worst.penetration_skeleton_rel else "skeleton"
     skate = max(q.skate_max_rel for q in found)
     hover = max(q.hover_max_rel for q in found)
+    over = max(q.hover_over_source_rel for q in found)
     pops = max(max(q.knee_ratio, q.hip_ratio) for q in found)
     text = (f"worst under the terrain {worst.penetration_rel:.2%} of the leg "
             f"({length_text(scene, worst.penetration_rel * worst.leg_length)}, {where}), worst skate {skate:.2%} and "
-            f"hover {hover:.2%} of the leg over {sum(q.source_contacts for q in found)} source contacts, knee and hip "
-            f"peak speed {pops:.2f}x the source's (measured as the rig plays, beside its source)")
+            f"hover {hover:.2%} of the leg over {sum(q.source_contacts for q in found)} source contacts (hover "
+            f"{over:.2%} above the source's own there), knee and hip peak speed {pops:.2f}x the source's (measured as "
+            "the rig plays, beside its source)")
     return text, notes

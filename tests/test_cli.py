@@ -223,6 +223,7 @@ def test_evaluate_prints_and_reports_the_metrics_without_writing_anything(tmp_pa
     for q, row in zip(clip["independent"], rows):
         assert row.split()[:3] == q["limb"].split() + [str(q["source_contacts"])], row
         assert f"{q['hover_max_rel']:.2%}/{q['source_hover_max_rel']:.2%}" in row, row
+        assert row.split()[5] == f"{q['hover_over_source_rel']:.2%}", row  # beside it: how much of it is ours
         assert f"{q['knee_ratio']:.2f}x/{q['knee_acceleration_ratio']:.2f}x" in row, row
         assert f"{q['hip_ratio']:.2f}x/{q['hip_acceleration_ratio']:.2f}x" in row, row
         assert q["hip_acceleration_source"] > 0.0 and q["hip_acceleration_max"] > 0.0

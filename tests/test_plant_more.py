@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 
 import bmesh
 import bpy
@@ -383,7 +384,9 @@ def test_plant_feet_and_bake_report_what_they_did(capfd):
     assert f"Planted 2 limb(s) of 'metarig' (Left Leg, Right Leg) on 'Stairs', {frames}" in out, out
     # The figures are measured as the rig plays (not the model's own), in the scene's units (imperial here).
     assert "worst under the terrain 0.00% of the leg (" in out and "'" in out.split("worst under the terrain")[1], out
-    assert "of the leg over " in out and " source contacts, knee and hip peak speed " in out, out
+    assert "of the leg over " in out and " source contacts (hover " in out, out
+    # ... and how much of the hover is ours, not the capture's own (a figure that can only be 0 or more).
+    assert re.search(r"\(hover \d+\.\d\d% above the source's own there\), knee and hip peak speed ", out), out
     assert "x the source's (measured as the rig plays, beside its source)" in out, out
     assert bpy.ops.contact_ik.bake() == {"FINISHED"}
     out = capfd.readouterr().out
