@@ -352,9 +352,9 @@ class FootQuality:
     pop_where: str = ""
     # Hover over the source's own: inside the source's contacts, frame by frame, how much higher our lowest sole
     # point is over the terrain than the source's is over its floor (on it, where the source is under it), at
-    # most (0: never higher). A figure for
-    # the report, not a target: it tells a foot the model lifts from one the capture itself holds up (a contact
-    # the independent detector finds with the ball or toe tip up to CONTACT_HEIGHT over the floor).
+    # most (0: never higher). A figure for the report, not a target: it tells a foot the model lifts from one the
+    # capture itself holds up (a contact the independent detector finds with the ball or toe tip up to
+    # CONTACT_HEIGHT over the floor).
     hover_over_source_rel: float = 0.0
 
     @property

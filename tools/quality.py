@@ -294,32 +294,32 @@ def contradiction_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def hover_over_source_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: per declared half, on how many runs every foot meets the hover target when hover is read as
-    the excess over the source's own (`FootQuality.hover_over_source_rel`), and how many runs would then meet
-    every target. A figure beside the target, never in place of it: it says how much of the hover missed is the
-    capture's own (a contact the detector finds with the ball or toe tip up to 3% of the leg over its floor)."""
-    t = INDEPENDENT_TARGETS["hover"]
+    the excess over the source's own (`FootQuality.hover_over_source_rel`, judged as `foot_meets` judges hover),
+    and how many runs would then meet every target. A figure beside the target, never in place of it: it says
+    how much of the hover missed is the capture's own (a contact the detector finds with the ball or toe tip up
+    to CONTACT_HEIGHT over its floor)."""
+    def over_ok(r: dict[str, Any]) -> bool:
+        return all(foot_meets(dict(q, hover_max_rel=q.get("hover_over_source_rel", math.inf)), "hover")
+                   for q in (f["independent"] for f in r["feet"] if f.get("independent")))
+
     parts = []
     for half in ("tuning", "check", "undeclared"):
         rs = [r for r in rows if corpus.half(r["clip"]) == half]
         if not rs:
             continue
-
-        def over_ok(r: dict[str, Any]) -> bool:
-            feet = [f["independent"] for f in r["feet"] if f.get("independent")]
-            return all(q["source_contacts"] > 0 and q.get("hover_over_source_rel", math.inf) <= t for q in feet)
-
-        every = sum(over_ok(r) and all(ok for k, ok in verdict_independent(r).items() if k != "hover") for r in rs)
-        parts.append(f"{half} half: hover {sum(verdict_independent(r)['hover'] for r in rs)} of {len(rs)} runs as "
-                     f"judged, {sum(over_ok(r) for r in rs)} of {len(rs)} over the source's own; every target "
-                     f"{sum(all(verdict_independent(r).values()) for r in rs)} as judged, {every} with hover read "
-                     "that way")
+        judged_rs = [(verdict_independent(r), over_ok(r)) for r in rs]
+        every = sum(over and all(ok for k, ok in v.items() if k != "hover") for v, over in judged_rs)
+        parts.append(f"{half} half: hover {sum(v['hover'] for v, _o in judged_rs)} of {len(rs)} runs as judged, "
+                     f"{sum(over for _v, over in judged_rs)} of {len(rs)} over the source's own; every target "
+                     f"{sum(all(v.values()) for v, _o in judged_rs)} as judged, {every} with hover read that way")
     if not parts:
         return []
+    height = harness.module("core.measure").CONTACT_HEIGHT
     return [f"Hover over the source's own (a figure beside the target, not a target): inside each source contact, "
             "frame by frame, how much higher our lowest sole point is over the terrain than the source's is over its "
-            f"floor, at most {t:.0%} of the leg on every foot. " + "; ".join(parts) + ". The difference is hover the "
-            "capture itself has in the contacts the independent detector finds (its ball or toe tip up to 3% of the "
-            "leg over its floor)."]
+            f"floor, at most {INDEPENDENT_TARGETS['hover']:.0%} of the leg on every foot. " + "; ".join(parts)
+            + ". The difference is hover the capture itself has in the contacts the independent detector finds (its "
+            f"ball or toe tip up to {height:.0%} of the leg over its floor)."]
 
 
 HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", "contact": "in a contact of the model",
