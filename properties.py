@@ -160,6 +160,11 @@ class ContactIKContact(bpy.types.PropertyGroup):
         description="The ball is down before the ankle comes to rest, and is held from Ball Lands (set when "
         "contacts are detected or relocked)",
     )
+    land_heel: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Heel Lands First", default=False,
+        description="Only the heel is down before the ankle comes to rest (a heel strike), and the heel, not the "
+        "ball, is held from the frame in Ball Lands (set when contacts are detected or relocked)",
+    )
     land: IntProperty(  # type: ignore[valid-type]
         update=_settings_changed, name="Ball Lands",
         description="First frame the ball is held before Start: the ball is down (on the ground and still) while "

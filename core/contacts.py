@@ -14,7 +14,8 @@ its ball slow along the ground) a contact holds the ball, not the ankle, from th
 through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up); the ball is held where it was
 when the ankle was at the lock point, so the hold goes on from the ankle's without a jump. A contact whose
 ball stays down until the next one lands is one stance with it. A ball that lands before the ankle comes to
-rest is held from its landing (`landing_of`: Ball Lands), where it will be at Start, along the ground only.
+rest is held from its landing (`landing_of`: Ball Lands), where it will be at Start, along the ground only;
+where only the heel is down first (a heel strike, `heel_down`), the heel is held that way (`first_down`).
 
 During a contact the foot's ankle (or ball) stays at its lock point (along the ground) and its sole is put
 down on the terrain; between contacts the correction blends across the swing (`locks_over`).
@@ -158,6 +159,7 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
         # and out of the frame.
         ball = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
         d["ball_speed"] = np.minimum(np.r_[ball[:1], ball], np.r_[ball, ball[-1:]]) if n > 1 else np.zeros(n)
+
     return out
 
 
@@ -226,6 +228,31 @@ def landing_of(down: np.ndarray, a: int, first: int) -> int:
     return land
 
 
+def heel_down(d: dict[str, np.ndarray], leg: float, fps: float) -> np.ndarray:
+    """Per frame, whether only the heel is down (a heel strike): the heel (`sample_feet`'s "heel") within
+    ROLL_HEIGHT x leg of its own lowest height around and slower along the ground than ROLL_SPEED x leg per
+    second (as `ball_down` for the front of the foot; the slower of the steps into and out of the frame), and
+    the front of the foot more than ROLL_HEIGHT x leg above it (the foot turned toe-up, as `tiptoe` the other
+    way): a flat foot still settling is not a heel strike, and holding its heel alone held nothing the ankle
+    would not hold a frame later."""
+    heel = d["heel"]
+    step = np.linalg.norm(np.diff(heel[:, :2], axis=0), axis=1) * fps
+    speed = np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]]) if len(heel) > 1 else np.zeros(len(heel))
+    return ball_down(heel[:, 2], speed, leg, fps) & (d["front_z"] - heel[:, 2] > ROLL_HEIGHT * leg)  # type: ignore[no-any-return]
+
+
+def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int) -> tuple[int, bool]:
+    """What a contact starting on `a` holds before Start, and from which frame: its ball from Ball Lands
+    (`landing_of`) where the ball lands before the ankle rests; else its heel from the frame it lands
+    (`landing_of` over `heel`, `heel_down`), where only the heel is down first (a heel strike). (frame,
+    whether it is the heel); (a, False): nothing before Start."""
+    land = landing_of(down, a, first)
+    if land < a:
+        return land, False
+    strike = landing_of(heel, a, first)
+    return strike, strike < a
+
+
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
                     end: Optional[int] = None, samples: Optional[dict[int, dict[str, np.ndarray]]] = None) -> int:
     """Replace every foot's contacts with those found in the animation (`samples`: `sample_feet` over
@@ -257,6 +284,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
         down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut  # a ball is not held across a cut
+        heel = heel_down(d, leg, fps) & ~cut
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -282,7 +310,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
             roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit)
-            _fill(c, d, a, b, s.floor_height, roll, landing_of(down, a, held_to + 1))
+            _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1))
             held_to = max(b, roll[1]) if roll is not None else b
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
@@ -305,7 +333,9 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cuts(d["ankle"], leg, fps)
+    cut = cuts(d["ankle"], leg, fps)
+    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
+    heel = heel_down(d, leg, fps) & ~cut
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
@@ -320,7 +350,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
         a, b = c.start - start, c.end - start
         if b >= a:
             before = [last for o, last in zip(limb.contacts, lasts) if o.start < c.start]
-            _fill(c, d, a, b, floor, roll, landing_of(down, a, max(before, default=-1) + 1))
+            _fill(c, d, a, b, floor, roll, *first_down(down, heel, a, max(before, default=-1) + 1))
 
 
 def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:
@@ -384,10 +414,11 @@ def turn_on_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int) -> 
 
 
 def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: Optional[tuple[int, int]] = None,
-          land: Optional[int] = None) -> None:
+          land: Optional[int] = None, on_heel: bool = False) -> None:
     """A contact's lock point, ankle at landing and lift-off, hovers over the animation's `floor` and footprint
     from the samples of its frames a..b (`sample_feet`), the frames `roll` (first, last; `held_ball`) it
-    holds its ball on, and the frame `land` (`landing_of`; None: `a`) its ball is held from before it starts."""
+    holds its ball on, and the frame `land` (`first_down`; None: `a`) its ball (`on_heel`: its heel) is held
+    from before it starts."""
     lock = d["ankle"][a:b + 1].mean(axis=0)
     c.lock = tuple(lock)
     c.enter, c.leave = tuple(d["ankle"][a]), tuple(d["ankle"][b])
@@ -427,12 +458,16 @@ def _fill(c: Any, d: dict[str, np.ndarray], a: int, b: int, floor: float, roll: 
     # Its ball held from `land`, before Start: where it is at Start (the ankle at the lock point, or, held
     # from Start, where it is held then), so the hold goes on into the contact's without a jump; and how far
     # that is from the animation's ball on `land`, beyond the ankle's correction at Start.
+    # A heel that lands first (a heel strike) is held the same way, from the frame it lands, where it is at
+    # Start (`land_heel`): the foot turns down about it as animated instead of sliding it.
     c.lands = land is not None and land < a
+    c.land_heel = c.lands and on_heel
     c.land, c.land_ball, c.land_shift = c.start, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     if land is not None and land < a:
-        at = np.array(c.ball) if roll is not None and roll[0] == a else d["ball"][a] - d["ankle"][a]
+        point = d["heel"] if c.land_heel else d["ball"]
+        at = np.array(c.ball) if roll is not None and roll[0] == a and not c.land_heel else point[a] - d["ankle"][a]
         c.land, c.land_ball = c.start - (a - land), tuple(at)
-        c.land_shift = tuple(d["ankle"][a] + at - d["ball"][land])
+        c.land_shift = tuple(d["ankle"][a] + at - point[land])
     # The footprint: the smallest rectangle (along the ground) holding the heel and toe tip of every frame
     # of the contact through Ball Up, each relative to the ankle on its frame (where they are when the ankle
     # stays at the lock point): a foot rolling onto its toes or turning in place still keeps all of it on one
@@ -558,7 +593,8 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
     lands = (contact_values(cs, "lands") > 0.5) & (contact_values(cs, "land") < values[0])
     land = (np.where(lands, contact_values(cs, "land"), values[0]),
             np.where(lands[:, None], contact_values(cs, "land_ball", 3), 0.0),
-            np.where(lands[:, None], contact_values(cs, "land_shift", 3), 0.0))
+            np.where(lands[:, None], contact_values(cs, "land_shift", 3), 0.0),
+            lands & (contact_values(cs, "land_heel") > 0.5))
     lo, hi = land[0].min() - math.ceil(4.0 * fps), max(values[1].max(), up.max()) + math.ceil(4.0 * fps)
     if kept is not None and "track" not in kept and lo <= first <= hi and hi - lo <= 20_000:
         kept["track"] = (lo, _track(np.arange(lo, hi + 1.0), fps, *values, turn=turn, land=land))
@@ -641,7 +677,8 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
 
     if land is None:
         land = (start, np.zeros((len(start), 3)), np.zeros((len(start), 3)))
-    lands, land_ball, land_shift = land
+    lands, land_ball, land_shift = land[:3]
+    on_heel = land[3] if len(land) > 3 else np.zeros(len(start), dtype=bool)  # a heel, not a ball, held first
     # Along the ground: the hold (from Ball Lands where the ball lands before the ankle rests) and the
     # correction between holds, which arrives by Ball Lands where the ball is held from there.
     held, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(hold, lands)
@@ -726,7 +763,8 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     return LockTrack(
         weight=np.where(held >= 0, 1.0, 0.0),
         point=point,
-        ball=np.where(on_ball | landing, 1.0, 0.0),
+        ball=np.where(on_ball | (landing & ~on_heel[i_held]), 1.0, 0.0),
+        heel=np.where(landing & on_heel[i_held], 1.0, 0.0),
         carry=carry,
         offset=offset,
         down=np.where(pinned, 1.0, 0.0),

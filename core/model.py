@@ -409,6 +409,9 @@ class LockTrack:
     # contact's lock point there (`anchor`, (N, 3)), where the ground turns the foot about the ankle.
     landing: np.ndarray
     anchor: np.ndarray
+    # 1 where the heel, not the ball, is held before Start (a heel strike, `ContactIKContact.land_heel`): at
+    # `point` as the ball otherwise (`ball` is 0 there).
+    heel: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
@@ -416,7 +419,7 @@ class LockTrack:
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
                    z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), z.copy(), z3.copy())
+                   z.copy(), z.copy(), z3.copy(), z.copy())
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -879,6 +882,15 @@ def turned_foot(foot: Foot, yaw: np.ndarray) -> Foot:
     return out
 
 
+def held_point(foot: Foot, lk: LockTrack) -> np.ndarray:
+    """Per row, the animation's sole point a hold on the foot's front or heel keeps in place: the heel (the
+    first sole point) where `lk.heel`, else the ball (`Foot.ball`; the last sole point without one)."""
+    ball = foot.ball if foot.ball is not None else foot.soles[-1]
+    if not lk.heel.any():
+        return ball
+    return np.where((lk.heel > 0.0)[:, None], foot.soles[0], ball)  # type: ignore[no-any-return]
+
+
 def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: float) -> FootPlan:
     """The ground model for one foot over the frames: the animation's floor maps onto the terrain, the foot
     keeping its animated height above the floor as its height above the terrain under it (from its contacts
@@ -911,6 +923,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         if lk.ball.any():
             ball = foot.ball if foot.ball is not None else soles[-1]
             pin = ankle + lk.ball[:, None] * (ball - ankle)
+        if lk.heel.any():  # a heel held from its strike (`LockTrack.heel`): the heel, the first sole point
+            pin = pin + lk.heel[:, None] * (soles[0] - ankle)
         d = np.where((lk.weight > 0.0)[:, None], lk.point - pin, lk.offset)  # world space, as the locks
         move = d - up * _dot(d, up)[:, None]
         ankle = ankle + move
@@ -990,7 +1004,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         normal = np.where(planned[:, None], under.normal, up)
         # A held ball (below) also needs the ground's whole turn (within the limit) at the ankle's lock point:
         # found with the foot's, its rows after the foot's (every step row by row: one pass, the same values).
-        holds = lk is not None and anchored_ground and bool(lk.ball.any() or lk.carry.any())
+        holds = lk is not None and anchored_ground and bool(lk.ball.any() or lk.heel.any() or lk.carry.any())
         rows, limit, ups = contact, foot.max_align, up
         if holds:
             at_lock, lock_normal = hits.hit[n:2 * n], hits.normal[n:2 * n]
@@ -1017,12 +1031,12 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             was = turns[n:]
             # The ball from the ankle's lock point, as held (before Start, from its own contact's).
             off = lk.point - np.where((lk.landing > 0.0)[:, None], lk.anchor, lk.from_point)
-            rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]  # as animated
+            rel = held_point(foot, lk) - foot.joints[-1]  # as animated
             # After it, the shift at lift-off carried on (with the turn at the lock point), faded as the
             # correction is, so the ankle does not jump as the ball is let go. The three turns in one pass.
             moves = np.concatenate((off, rel, lk.carry))
             moves = qrot(np.concatenate((was, tilt, was)), moves) - moves
-            shift = np.where((lk.ball > 0.0)[:, None], moves[:n] - moves[n:2 * n], moves[2 * n:])
+            shift = np.where(((lk.ball > 0.0) | (lk.heel > 0.0))[:, None], moves[:n] - moves[n:2 * n], moves[2 * n:])
             shift = (shift - up * _dot(shift, up)[:, None]) * np.asarray(foot.align, dtype=np.float64)[..., None]
             ankle = ankle + shift
             soles = [p + shift for p in soles]
@@ -1085,7 +1099,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             if lk is not None and lk.landing.any():
                 # A ball held before Start (`LockTrack.landing`) stays where it is held as the foot turns
                 # toe-up about the ankle: the ankle moves along the ground by what the turn moves the ball.
-                rel = (foot.ball if foot.ball is not None else foot.soles[-1]) - foot.joints[-1]
+                rel = held_point(foot, lk) - foot.joints[-1]
                 moved = qrot(turn, rel) - qrot(tilt, rel)
                 moved = moved - up * _dot(moved, up)[:, None]
                 target = target - np.where((sel & (lk.landing > 0.0))[:, None], moved, 0.0)

@@ -263,6 +263,54 @@ def test_a_ball_that_lands_before_the_ankle_rests_is_held_from_its_landing():
     assert contacts.landing_of(down, 20, 0) == 20  # ... or on Start
 
 
+def test_a_heel_that_strikes_before_the_ankle_rests_is_held_from_its_strike():
+    """Issue 20 (b), the heel while only the heel is down: where the heel is down (`heel_down`: low and still)
+    on the frames before the ankle comes to rest and the ball is not, the contact holds its heel from the
+    first of them (`first_down`); a ball that lands first is held instead, as before, and nothing is held
+    before Start where neither is down on Start and the frame before it."""
+    n = 60
+    ball, heel = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    heel[14:40] = True  # the heel strikes at 14; the ankle rests from 20
+    ball[18:40] = True  # the ball comes down at 18, before the ankle rests too
+    assert contacts.first_down(ball, heel, 20, 0) == (18, False)  # the ball landed before Start: its hold
+    ball[:20] = False
+    assert contacts.first_down(ball, heel, 20, 0) == (14, True)  # a heel strike: the heel from 14
+    assert contacts.first_down(ball, heel, 20, 16) == (16, True)  # the previous contact held its foot to 15
+    heel[19] = False
+    assert contacts.first_down(ball, heel, 20, 0) == (20, False)  # the heel up the frame before Start
+    # From the samples: the heel low and still, the ankle still coming down about it.
+    fps, leg = 120.0, 1.0
+    y = np.r_[np.linspace(0.0, 0.5, 15)[:-1], np.full(n - 14, 0.5)]  # 4.3 leg/s, then still from 14
+    d = {"heel": np.stack([np.zeros(n), y, np.r_[np.linspace(0.3, 0.0, 15)[:-1], np.zeros(n - 14)]], 1),
+         "front_z": np.r_[np.full(20, 0.1), np.full(n - 20, 0.01)]}  # toe-up until the foot is flat at 20
+    down = contacts.heel_down(d, leg, fps)
+    assert down[14:20].all() and not down[:10].any()
+    assert not down[20:].any()  # the foot flat: not the heel alone
+
+
+def test_a_heel_held_from_its_strike_is_held_along_the_ground_only():
+    """The heel held from its strike (12) to Start (20), `land` with its fourth member: `heel` is 1 there and
+    `ball` 0, the point where the heel is at Start (lock point and `land_ball`); every other value as for a
+    ball held from Ball Lands (`test_a_ball_held_from_its_landing_is_held_along_the_ground_only`)."""
+    f = np.arange(0.0, 41.0)
+    start, end = np.array([0.0, 20.0]), np.array([4.0, 40.0])
+    lock = np.array([[0.0, 0.0, 0.1], [1.0, 0.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    span = np.array([0.0, 40.0])
+    land_heel = np.array([[0.0, 0.0, 0.0], [-0.05, 0.0, -0.08]])
+    shift = np.array([[0.0, 0.0, 0.0], [-0.03, 0.01, 0.0]])
+    args = (f, 24.0, start, end, zeros, zeros, lock, lock + 0.02, lock, span, z3, zeros, z3)
+    ball = contacts._track(*args, land=(np.array([0.0, 12.0]), land_heel, shift))
+    heel = contacts._track(*args, land=(np.array([0.0, 12.0]), land_heel, shift, np.array([False, True])))
+    landing = (f >= 12) & (f < 20)
+    assert (heel.heel[landing] == 1.0).all() and (heel.heel[~landing] == 0.0).all()
+    assert (heel.ball[landing] == 0.0).all() and (ball.ball[landing] == 1.0).all()
+    assert np.allclose(heel.point[landing], lock[1] + land_heel[1])
+    for name, value in vars(ball).items():
+        if name not in ("ball", "heel"):
+            assert np.array_equal(getattr(heel, name), value), name
+
+
 def test_a_ball_held_from_its_landing_is_held_along_the_ground_only():
     """The ball held from Ball Lands (12) to Start (20): on those frames it is held where it is at Start (the
     lock point and `land_ball`), with no heading held; the swing's correction along the ground arrives there

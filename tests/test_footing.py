@@ -421,7 +421,7 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
     lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
                            free=0 * one, pitch=0 * one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
-                           turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one, anchor=z3.copy())
+                           turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one, anchor=z3.copy(), heel=0 * one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
@@ -465,13 +465,48 @@ def _landing_plan(landing: float, fps: float = 120.0):
                            from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one,
                            swing=one, free=0 * one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one, ball=one,
                            carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one, landing=landing * one,
-                           anchor=np.tile(held - (ball[0] - ankle[0]), (n, 1)))
+                           anchor=np.tile(held - (ball[0] - ankle[0]), (n, 1)), heel=0 * one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
     plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(n), fps)
     rotations = harness.module("solvers.rotations")
     return plan.target + rotations.qrot(plan.rotation, ball - ankle), plan.rotation, held
+
+
+def test_a_heel_held_from_its_strike_stays_put_as_the_foot_comes_down_about_it():
+    """Issue 20 (b), the heel while only the heel is down: a heel held from its strike before Start
+    (`LockTrack.heel`, with `landing`) stays where it is held along the ground while the foot comes down
+    about it and the animation's heel slides on (1% of the leg a frame here); the ankle goes where that puts
+    the heel. Before, nothing held the foot until the ankle came to rest, and the heel slid as animated."""
+    n = 4
+    slide = np.array([[0.0, 0.01 * LEG, 0.0]]) * np.arange(n)[:, None]
+    pitch = np.radians(np.linspace(20.0, 5.0, n))  # toe up, coming down
+    y0 = 0.15 * LEG  # on the first tread, well behind its riser
+    heel = np.array([[0.0, y0, 0.0]]) + slide
+    rel_ankle = np.stack([np.zeros(n), 0.06 * LEG * np.cos(pitch) - 0.0 * LEG, 0.08 * LEG * np.ones(n)], 1)
+    ankle = heel + rel_ankle
+    tip = ankle + np.stack([np.zeros(n), 0.2 * LEG * np.cos(pitch), -0.08 * LEG + 0.2 * LEG * np.sin(pitch)], 1)
+    hip = ankle + np.array([[0.0, -0.1 * LEG, 0.85 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
+    frame = np.tile(np.eye(4), (n, 1, 1))
+    frame[:, :3, 3] = ankle
+    one, z3 = np.ones(n), np.zeros((n, 3))
+    held = heel[-1] + np.array([0.0, 0.0, 0.0])  # where the heel is at Start
+    lock = model.LockTrack(weight=one, point=np.tile(held, (n, 1)), offset=z3.copy(), down=0 * one, rise=0 * one,
+                           from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one,
+                           swing=one, free=0 * one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one,
+                           ball=0 * one, carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one,
+                           landing=one, anchor=np.tile(held - rel_ankle[-1], (n, 1)), heel=one)
+    at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
+                      front_speed=np.zeros(n))
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(n), 120.0)
+    rotations = harness.module("solvers.rotations")
+    planned = plan.target + rotations.qrot(plan.rotation, heel - ankle)
+    drift = np.linalg.norm(planned[:, :2] - held[:2], axis=1)
+    assert drift.max() < 1e-6 * LEG, drift / LEG
+    assert np.linalg.norm(np.diff(heel[:, :2], axis=0), axis=1).min() > 0.009 * LEG  # the animation's slides
 
 
 def test_a_ball_held_from_its_landing_stays_put_as_the_foot_turns_toe_up():

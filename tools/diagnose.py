@@ -92,9 +92,12 @@ def main() -> None:
               f"{r['hip_ratio']:.3f}x, penetration {q['penetration_skeleton_rel']:.2%}, identity {q['identity_max_rel']:.2%}")
         state = held.get(f.name, np.zeros(len(frames), dtype=np.int8))
         found = measure.source_contacts(s, floor, leg, fps)
-        model = [(c.start, c.end, c.pivot, c.roll) for c in limbs[f.name].contacts] if f.name in limbs else []
-        print("  model's contacts (first-last, ball held pivot-roll): "
-              + ", ".join(f"{a}-{b}" + (f" ball {p}-{rl}" if rl > b or p < b else "") for a, b, p, rl in model))
+        model = [(c.start, c.end, c.pivot, c.roll, c.land if c.lands else c.start, c.land_heel)
+                 for c in limbs[f.name].contacts] if f.name in limbs else []
+        print("  model's contacts (first-last, ball held pivot-roll, heel or ball held from before Start): "
+              + ", ".join(f"{a}-{b}" + (f" ball {p}-{rl}" if rl > b or p < b else "")
+                          + (f" {'heel' if on_heel else 'ball'} from {land}" if land < a else "")
+                          for a, b, p, rl, land, on_heel in model))
         print("  source contacts (independent detector), frames the model holds of each: "
               + ", ".join(f"{frames[a]}-{frames[b]} {int((state[a:b + 1] > 0).sum())}/{b - a + 1}" for a, b in found))
         knee, sknee = speeds(o.knee, fps), speeds(s.knee, fps)
