@@ -15,7 +15,8 @@ through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up); t
 when the ankle was at the lock point, so the hold goes on from the ankle's without a jump. A contact whose
 ball stays down until the next one lands is one stance with it. A ball that lands before the ankle comes to
 rest is held from its landing (`landing_of`: Ball Lands), where it will be at Start, along the ground only;
-where only the heel is down first (a heel strike, `heel_down`), the heel is held that way (`first_down`).
+where the heel strikes first (down, the foot toe-up: `heel_down`, `toe_up`), the heel is held that way
+(`first_down`).
 
 During a contact the foot's ankle (or ball) stays at its lock point (along the ground) and its sole is put
 down on the terrain; between contacts the correction blends across the swing (`locks_over`).
@@ -229,28 +230,34 @@ def landing_of(down: np.ndarray, a: int, first: int) -> int:
 
 
 def heel_down(d: dict[str, np.ndarray], leg: float, fps: float) -> np.ndarray:
-    """Per frame, whether only the heel is down (a heel strike): the heel (`sample_feet`'s "heel") within
-    ROLL_HEIGHT x leg of its own lowest height around and slower along the ground than ROLL_SPEED x leg per
-    second (as `ball_down` for the front of the foot; the slower of the steps into and out of the frame), and
-    the front of the foot more than ROLL_HEIGHT x leg above it (the foot turned toe-up, as `tiptoe` the other
-    way): a flat foot still settling is not a heel strike, and holding its heel alone held nothing the ankle
-    would not hold a frame later."""
+    """Per frame, whether the heel is down: as `ball_down` for the front of the foot, the heel (`sample_feet`'s
+    "heel") within ROLL_HEIGHT x leg of its own lowest height around and slower along the ground than
+    ROLL_SPEED x leg per second (the slower of the steps into and out of the frame, as the ball's)."""
     heel = d["heel"]
     step = np.linalg.norm(np.diff(heel[:, :2], axis=0), axis=1) * fps
     speed = np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]]) if len(heel) > 1 else np.zeros(len(heel))
-    return ball_down(heel[:, 2], speed, leg, fps) & (d["front_z"] - heel[:, 2] > ROLL_HEIGHT * leg)  # type: ignore[no-any-return]
+    return ball_down(heel[:, 2], speed, leg, fps)
 
 
-def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int) -> tuple[int, bool]:
+def toe_up(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
+    """Per frame, whether the foot is turned toe-up: the front of the foot (`sample_feet`'s "front_z") more
+    than ROLL_HEIGHT x leg above its heel (`tiptoe` the other way)."""
+    return d["front_z"] - d["heel"][:, 2] > ROLL_HEIGHT * leg  # type: ignore[no-any-return]
+
+
+def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
+               struck: Optional[np.ndarray] = None) -> tuple[int, bool]:
     """What a contact starting on `a` holds before Start, and from which frame: its ball from Ball Lands
     (`landing_of`) where the ball lands before the ankle rests; else its heel from the frame it lands
-    (`landing_of` over `heel`, `heel_down`), where only the heel is down first (a heel strike). (frame,
-    whether it is the heel); (a, False): nothing before Start."""
+    (`landing_of` over `heel`, `heel_down`) where the foot strikes with it: turned toe-up (`struck`,
+    `toe_up`) on that frame. A flat foot settling before its ankle rests is not a heel strike, and holding
+    its heel alone moved the foot for nothing (cmu_07_04 over stairs: hip 1.16x -> 1.50x the source's).
+    (frame, whether it is the heel); (a, False): nothing before Start."""
     land = landing_of(down, a, first)
     if land < a:
         return land, False
     strike = landing_of(heel, a, first)
-    return strike, strike < a
+    return (strike, True) if strike < a and (struck is None or struck[strike]) else (a, False)
 
 
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
@@ -284,7 +291,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
         down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut  # a ball is not held across a cut
-        heel = heel_down(d, leg, fps) & ~cut
+        heel, struck = heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -310,7 +317,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
             roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit)
-            _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1))
+            _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1, struck))
             held_to = max(b, roll[1]) if roll is not None else b
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
@@ -335,7 +342,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     leg = (limb.length or 1.0) * world_scale(obj)
     cut = cuts(d["ankle"], leg, fps)
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
-    heel = heel_down(d, leg, fps) & ~cut
+    heel, struck = heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
@@ -350,7 +357,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
         a, b = c.start - start, c.end - start
         if b >= a:
             before = [last for o, last in zip(limb.contacts, lasts) if o.start < c.start]
-            _fill(c, d, a, b, floor, roll, *first_down(down, heel, a, max(before, default=-1) + 1))
+            _fill(c, d, a, b, floor, roll, *first_down(down, heel, a, max(before, default=-1) + 1, struck))
 
 
 def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndarray) -> list[tuple[int, int]]:

@@ -274,18 +274,21 @@ def test_a_heel_that_strikes_before_the_ankle_rests_is_held_from_its_strike():
     ball[18:40] = True  # the ball comes down at 18, before the ankle rests too
     assert contacts.first_down(ball, heel, 20, 0) == (18, False)  # the ball landed before Start: its hold
     ball[:20] = False
-    assert contacts.first_down(ball, heel, 20, 0) == (14, True)  # a heel strike: the heel from 14
-    assert contacts.first_down(ball, heel, 20, 16) == (16, True)  # the previous contact held its foot to 15
+    struck = np.zeros(n, dtype=bool)
+    struck[10:16] = True  # the foot toe-up until 15, flat from 16 (before Start)
+    assert contacts.first_down(ball, heel, 20, 0, struck) == (14, True)  # a heel strike: the heel from 14
+    assert contacts.first_down(ball, heel, 20, 16, struck) == (20, False)  # from 16 on: a flat foot settling
+    assert contacts.first_down(ball, heel, 20, 16) == (16, True)  # (the previous contact held its foot to 15)
     heel[19] = False
-    assert contacts.first_down(ball, heel, 20, 0) == (20, False)  # the heel up the frame before Start
-    # From the samples: the heel low and still, the ankle still coming down about it.
+    assert contacts.first_down(ball, heel, 20, 0, struck) == (20, False)  # the heel up the frame before Start
+    # From the samples: the heel low and still from 14, the foot toe-up until it comes down flat at 20.
     fps, leg = 120.0, 1.0
     y = np.r_[np.linspace(0.0, 0.5, 15)[:-1], np.full(n - 14, 0.5)]  # 4.3 leg/s, then still from 14
     d = {"heel": np.stack([np.zeros(n), y, np.r_[np.linspace(0.3, 0.0, 15)[:-1], np.zeros(n - 14)]], 1),
-         "front_z": np.r_[np.full(20, 0.1), np.full(n - 20, 0.01)]}  # toe-up until the foot is flat at 20
-    down = contacts.heel_down(d, leg, fps)
-    assert down[14:20].all() and not down[:10].any()
-    assert not down[20:].any()  # the foot flat: not the heel alone
+         "front_z": np.r_[np.full(20, 0.1), np.full(n - 20, 0.01)]}
+    down, up = contacts.heel_down(d, leg, fps), contacts.toe_up(d, leg)
+    assert down[14:].all() and not down[:10].any()
+    assert up[11:20].all() and not up[20:].any()  # (before 11 the heel is still higher than the front)
 
 
 def test_a_heel_held_from_its_strike_is_held_along_the_ground_only():
