@@ -156,12 +156,19 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
         # that (`find_contacts`).
         into, out_of = (np.r_[speed[:1], speed], np.r_[speed, speed[-1:]]) if n > 1 else (np.zeros(n), np.zeros(n))
         d["speed"], d["still"] = np.maximum(into, out_of), np.minimum(into, out_of)
-        # The ball's speed along the ground (rolling over it lifts it a little): the slower of the steps into
-        # and out of the frame.
-        ball = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
-        d["ball_speed"] = np.minimum(np.r_[ball[:1], ball], np.r_[ball, ball[-1:]]) if n > 1 else np.zeros(n)
-
+        # The ball's speed along the ground (rolling over it lifts it a little).
+        d["ball_speed"] = ground_speed(d["ball"], fps)
     return out
+
+
+def ground_speed(points: np.ndarray, fps: float) -> np.ndarray:
+    """Per frame, how fast `points` (N, 3, world) move along the ground (world XY), in units per second: the
+    slower of the steps into and out of the frame."""
+    n = len(points)
+    if n < 2:
+        return np.zeros(n)
+    step = np.linalg.norm(np.diff(points[:, :2], axis=0), axis=1) * fps
+    return np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]])  # type: ignore[no-any-return]
 
 
 def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
@@ -232,17 +239,23 @@ def landing_of(down: np.ndarray, a: int, first: int) -> int:
 def heel_down(d: dict[str, np.ndarray], leg: float, fps: float) -> np.ndarray:
     """Per frame, whether the heel is down: as `ball_down` for the front of the foot, the heel (`sample_feet`'s
     "heel") within ROLL_HEIGHT x leg of its own lowest height around and slower along the ground than
-    ROLL_SPEED x leg per second (the slower of the steps into and out of the frame, as the ball's)."""
-    heel = d["heel"]
-    step = np.linalg.norm(np.diff(heel[:, :2], axis=0), axis=1) * fps
-    speed = np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]]) if len(heel) > 1 else np.zeros(len(heel))
-    return ball_down(heel[:, 2], speed, leg, fps)
+    ROLL_SPEED x leg per second (`ground_speed`, as the ball's)."""
+    return ball_down(d["heel"][:, 2], ground_speed(d["heel"], fps), leg, fps)
 
 
 def toe_up(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
     """Per frame, whether the foot is turned toe-up: the front of the foot (`sample_feet`'s "front_z") more
     than ROLL_HEIGHT x leg above its heel (`tiptoe` the other way)."""
     return d["front_z"] - d["heel"][:, 2] > ROLL_HEIGHT * leg  # type: ignore[no-any-return]
+
+
+def sole_runs(d: dict[str, np.ndarray], leg: float, fps: float,
+              cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What detection and relock read of a foot's samples (`sample_feet`) for its holds: per frame whether its
+    ball is down (`ball_down`), whether its heel is (`heel_down`), neither held across a `cut`, and whether
+    the foot is toe-up (`toe_up`)."""
+    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
+    return down, heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
 
 
 def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
@@ -290,8 +303,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # foot drop into it in one frame (cmu_03_02 over stairs: knee 1.82x the source's on that frame).
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
-        down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut  # a ball is not held across a cut
-        heel, struck = heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
+        down, heel, struck = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -340,9 +352,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    cut = cuts(d["ankle"], leg, fps)
-    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
-    heel, struck = heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
+    down, heel, struck = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's

@@ -920,11 +920,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # Foot locking: the ankle (or, as the foot rolls over it, the ball) along the ground to the contact's
         # lock point (or by the correction that carries it between contacts), and the sole down onto the ground.
         pin = ankle
-        if lk.ball.any():
-            ball = foot.ball if foot.ball is not None else soles[-1]
-            pin = ankle + lk.ball[:, None] * (ball - ankle)
-        if lk.heel.any():  # a heel held from its strike (`LockTrack.heel`): the heel, the first sole point
-            pin = pin + lk.heel[:, None] * (soles[0] - ankle)
+        if lk.ball.any() or lk.heel.any():  # the ball, or the heel held from its strike (`held_point`)
+            pin = ankle + (lk.ball + lk.heel)[:, None] * (held_point(foot, lk) - ankle)
         d = np.where((lk.weight > 0.0)[:, None], lk.point - pin, lk.offset)  # world space, as the locks
         move = d - up * _dot(d, up)[:, None]
         ankle = ankle + move
