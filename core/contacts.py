@@ -11,7 +11,8 @@ the contact, in world space). Contacts are ordinary settings the user can edit i
 
 Feet roll (heel strike, flat, toe-off): while the ball is down (`ball_down`: the front of the foot low and
 its ball slow along the ground) a contact holds the ball, not the ankle, from the first frame of that run
-through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up); the ball is held where it was
+through toe-off, after the ankle has risen (`roll_of`: Ball Down and Ball Up), and inside the contact from
+where the heel starts to peel off a ball still along the ground (`sole_runs`' peel); the ball is held where it was
 when the ankle was at the lock point, so the hold goes on from the ankle's without a jump. A contact whose
 ball stays down until the next one lands is one stance with it. A ball that lands before the ankle comes to
 rest is held from its landing (`landing_of`: Ball Lands), where it will be at Start, along the ground only;
@@ -201,12 +202,14 @@ def tiptoe(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
     return d["heel"][:, 2] - d["front_z"] > ROLL_HEIGHT * leg  # type: ignore[no-any-return]
 
 
-def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
+def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndarray] = None,
+            peel: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
     """The frames (first, last) a contact a..b holds its ball: the run of frames the ball is `down` that holds
     the contact's last frame (or starts right after it), from no earlier than `a` to no later than `limit`
     (the frame before the next contact); None where the ball is not down as the contact ends. After the
     contact's last frame only while the foot is on its toes (`toes`, `tiptoe`): a foot lifting off whole is
-    not rolling."""
+    not rolling. Back into the contact also over the frames its heel peels off a still ball (`peel`, `sole_runs`):
+    the foot stands on its ball there, though the ball, sinking as the toes push, is not yet down by height."""
     on = down if toes is None else down & toes
     if down[b]:
         first = b
@@ -217,7 +220,8 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
     last = first
     while last + 1 <= limit and on[last + 1]:
         last += 1
-    while first - 1 >= a and down[first - 1]:
+    back = down if peel is None else down | peel
+    while first - 1 >= a and back[first - 1]:
         first -= 1
     return first, last
 
@@ -250,12 +254,15 @@ def toe_up(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
 
 
 def sole_runs(d: dict[str, np.ndarray], leg: float, fps: float,
-              cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What detection and relock read of a foot's samples (`sample_feet`) for its holds: per frame whether its
-    ball is down (`ball_down`), whether its heel is (`heel_down`), neither held across a `cut`, and whether
-    the foot is toe-up (`toe_up`)."""
+    ball is down (`ball_down`), whether its heel is (`heel_down`), neither held across a `cut`, whether the
+    foot is toe-up (`toe_up`), and whether its heel peels off a still ball (the ball slower along the ground
+    than ROLL_SPEED, the heel not down; `roll_of`)."""
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
-    return down, heel_down(d, leg, fps) & ~cut, toe_up(d, leg)
+    heel = heel_down(d, leg, fps) & ~cut
+    peel = (d["ball_speed"] <= ROLL_SPEED * leg) & ~heel & ~cut
+    return down, heel, toe_up(d, leg), peel
 
 
 def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
@@ -303,7 +310,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # foot drop into it in one frame (cmu_03_02 over stairs: knee 1.82x the source's on that frame).
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
-        down, heel, struck = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
+        down, heel, struck, peel = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -316,7 +323,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             else:
                 k += 1
         found = landed_on_toes(found, down, toes)
-        holds = [held_ball(d, down, a, b, found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1)
+        holds = [held_ball(d, down, a, b, found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1, peel)
                  for k, (a, b) in enumerate(found)]
         step = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
         on_ball = ball_stances(down & ~np.concatenate([[False], step > LIFT_SPEED * leg]),
@@ -328,7 +335,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit)
+            roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit, peel)
             _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1, struck))
             held_to = max(b, roll[1]) if roll is not None else b
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
@@ -352,7 +359,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down, heel, struck = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
+    down, heel, struck, peel = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
@@ -361,7 +368,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         later = [s0 - start for s0 in starts if s0 > c.end]
-        rolls.append(held_ball(d, down, a, b, min(later) - 1 if later else len(down) - 1) if b >= a else None)
+        rolls.append(held_ball(d, down, a, b, min(later) - 1 if later else len(down) - 1, peel) if b >= a else None)
     lasts = [c.end - start if r is None else max(c.end - start, r[1]) for c, r in zip(limb.contacts, rolls)]
     for c, roll in zip(limb.contacts, rolls):
         a, b = c.start - start, c.end - start
@@ -401,14 +408,15 @@ def ball_stances(down: np.ndarray, taken: list[tuple[int, int]], shortest: int) 
             if b - a >= shortest and not busy[a:b].any()]
 
 
-def held_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int, limit: int) -> Optional[tuple[int, int]]:
+def held_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int, limit: int,
+              peel: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
     """The frames (first, last) a contact a..b holds its ball on: a turn on the ball (`turn_on_ball`) and a
     roll onto the toes (`roll_of`), one after the other where there are both (a ball that turned on the
     ground, slid a few frames as the toes pushed off and is down again as the contact ends was held from
     those last frames alone, and swept the turn: cmu_01_01, 1.1 -> 2.0% of the leg); None: it holds its
     ankle. `limit`: the frame before the next contact. The roll runs on while the ball is down, whether or not
     the heel is up (a foot peeling off flat slid its ball)."""
-    roll, turn = roll_of(down, a, b, limit), turn_on_ball(d, down, a, b)
+    roll, turn = roll_of(down, a, b, limit, peel=peel), turn_on_ball(d, down, a, b)
     if roll is None or turn is None:
         return roll or turn
     return min(roll[0], turn[0]), roll[1]

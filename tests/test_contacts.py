@@ -664,6 +664,37 @@ def test_a_ball_still_down_after_the_contact_is_held_though_the_heel_is_not_up()
     assert contacts.held_ball(d, up, 0, 20, n - 1) == (0, 20)
 
 
+def test_a_heel_peeling_off_a_still_ball_in_a_contact_holds_the_ball_from_there():
+    """Issue 20 (b), the ball through toe-off: inside a contact the heel comes up (`heel_down` no longer) while
+    the ball stays still along the ground: the foot stands on its ball from there, and the contact holds its
+    ball from there (`sole_runs`' `peel`, `roll_of`), though the ball, sinking as the toes push, is not yet
+    down by height (`ball_down`: within ROLL_HEIGHT of its own low). Held from where it was down by height
+    alone, the ball swept as the foot turned about the held ankle (pymo_av8: 1.3-1.9% of the leg over every
+    terrain; the capture's own 3.8%)."""
+    fps, leg, n = 120.0, 1.0, 120
+    t = np.arange(n)
+    heel_z = np.where(t < 40, 0.0, 0.004 * (t - 40))  # the heel rises from 40
+    heel_y = np.where(t < 40, 0.0, 0.4 / fps * (t - 40))  # ... and swings forward about the ball, 0.4 leg/s
+    ball_z = np.where(t < 40, 0.07, 0.07 - 0.0015 * (t - 40))  # the ball sinks as the toes push: 7% -> 1.2%
+    ball = np.stack([np.zeros(n), np.full(n, 0.2) + 0.0008 * t, ball_z], 1)  # 0.1 leg/s along the ground
+    ball[80:, 1] += 0.05 * (t[80:] - 79)  # lifted off and away from 80
+    ball[80:, 2] += 0.02 * (t[80:] - 79)
+    d = {"heel": np.stack([np.zeros(n), heel_y, heel_z], 1), "ball": ball, "front_z": ball[:, 2],
+         "ball_speed": contacts.ground_speed(ball, fps), "ankle": np.zeros((n, 3))}
+    d["ankle"][:, 2] = 0.1
+    down, heel, _struck, peel = contacts.sole_runs(d, leg, fps, np.zeros(n, dtype=bool))
+    assert heel[:40].all() and not heel[42:80].any()
+    assert peel[42:79].all() and not peel[:40].any() and not peel[82:].any()
+    first_by_height = int(np.flatnonzero(down[:80])[0])
+    assert first_by_height >= 48  # by height alone the ball is down only well into the peel
+    # The contact (the ankle at rest) is frames 0..60; the ball down as it ends, so it rolls onto its ball.
+    assert down[60]
+    assert contacts.roll_of(down, 0, 60, n - 1)[0] == first_by_height
+    first, last = contacts.roll_of(down, 0, 60, n - 1, peel=peel)
+    assert 40 <= first <= 42 and last == contacts.roll_of(down, 0, 60, n - 1)[1]
+    assert contacts.held_ball(d, down, 0, 60, n - 1, peel)[0] == first
+
+
 def _walker_feet():
     """A walker on flat ground, for feeding `detect_contacts` samples of its own: the rig, the scene, its
     settings, the scene's fps, its foot limbs' indices and the leg's length in world units."""
