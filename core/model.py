@@ -912,7 +912,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     heights = np.stack([at.height(p) for p in soles], 1)
     lifted = np.maximum(0.0, heights.min(1))  # the sole's height in the animation, above its floor
     arc: Optional[SwingLine] = None
-    rolling = np.zeros(n, dtype=bool)  # its ball held through toe-off, past the ankle's contact
+    on_ball = np.zeros(n, dtype=bool)  # its ball held through toe-off, past the ankle's contact
     pending: Optional[SwingRays] = None  # the swing's rays, cast with the sole points'
     anchored = np.zeros(n, dtype=bool)  # the ground (almost) wholly from the contacts around (ANCHORED)
     held, ground_support = np.zeros(n), np.zeros(n)
@@ -932,7 +932,6 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # over the ground of its contacts (the hover it carries taken off), not over the animation's floor: a
         # ball on its ground stays there until it is let go instead of clearing the terrain around it.
         on_ball = (lk.weight > 0.0) & (lk.ball > 0.0) & (lk.down <= 0.0) & (lk.landing <= 0.0)
-        rolling = on_ball
         lifted = np.where(on_ball, np.maximum(0.0, heights.min(1)), lifted)
     clearance = np.maximum(0.0, heights.min(1))
     # How far the animation has the sole off the ground it stands on, for the clearance field's gate
@@ -1081,9 +1080,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # A foot rolling over its held ball: its heel (the first sole point), up in the air behind the ball,
         # only keeps out of the terrain; kept at its animated height over a bump under it, it lifted the held
         # ball off its ground (fair1_jumping over noise: 1.02% of the leg in a source contact).
-        if rolling.any():
-            need = need.copy()
-            need[0] = np.where(rolling, bh[0] - mh[0], need[0])
+        if on_ball.any():
+            need[0] = np.where(on_ball, bh[0] - mh[0], need[0])
         deficits = np.where(got, need + extra, -np.inf)
         bare = np.where(got, need, -np.inf)
         touching = np.where(got, bh - mh, -np.inf)
