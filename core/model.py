@@ -592,7 +592,7 @@ class SwingRays:
     reach: np.ndarray  # (K * M,)
     up: np.ndarray  # (K * M, 3)
     near: np.ndarray  # (K, M) each sample's weight by its distance to the foot
-    level: np.ndarray  # (K, M) the line at each sample's own place
+    level: np.ndarray  # (K, M) the line at each sample's own place, raised by its rise to the foot's back
     base: np.ndarray  # (M,) the floor's height along up
     partial: SwingLine  # the line, without its lift yet
 
@@ -634,6 +634,11 @@ def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, g
     near = arc_window(np.maximum(0.0, np.maximum(tau - here - front, here - back - tau)) * plen / width)  # (K, M)
     q = a + path * tau[..., None]  # (K, M, 3)
     line = ga + (gb - ga) * tau  # the line at the sample's own place
+    # A sample behind the foot (a step edge it has passed) lifts it to that sample's height, not to the line's
+    # rise carried on past it: going up, the line climbing on from an edge behind held the foot over the tread
+    # it lands on by a part of the riser until the swing's end (cmu_12_02 over stairs: 3.65% of the leg over
+    # its tread in a source contact, 2.11% without).
+    line = line + np.maximum(0.0, gb - ga) * np.maximum(0.0, here - back - tau)
     start = q + u * (base_h + top - rc - np.einsum("kmi,mi->km", q, u))[..., None]  # rays from `top` down
     count = ARC_SAMPLES * len(idx)
     # A swing that starts in the air on the range's first frame ramps in at its landing only. One whose ball
