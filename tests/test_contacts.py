@@ -777,3 +777,24 @@ def test_a_contact_found_from_the_ranges_second_frame_starts_on_its_first():
         for i in feet:
             found = [(c.start - f0, c.end - f0) for c in s.limbs[i].contacts]
             assert found == [(expected, first + rest - 1)], (first, found)
+
+
+def test_the_hover_of_the_first_and_last_contacts_is_carried_however_far_before_and_after_them():
+    """Issue 20 (hover where the model holds nothing): between two contacts the hover the foot carries
+    (`LockTrack.rise`, the level its contacts stand on over the animation's floor, taken off) blends from
+    one to the other across the swing; before the first contact and after the last it is the first's and
+    the last's, however far from them, not faded out: faded, the foot there stood over the floor the clip was
+    detected on, not over the level its contacts stand on (cmu_08_07 over flat: 2.6% of the leg over the
+    source's own in a brief source contact after the foot's last)."""
+    f = np.arange(0.0, 101.0)
+    start, end = np.array([30.0, 60.0]), np.array([40.0, 70.0])
+    lock = np.array([[0.0, 0.0, 0.1], [0.5, 0.0, 0.1]])
+    zeros, z3 = np.zeros(2), np.zeros((2, 3))
+    drop_in, drop_out = np.array([0.02, 0.03]), np.array([0.025, 0.035])
+    track = contacts._track(f, 24.0, start, end, drop_in, drop_out, lock, lock, lock, np.array([0.0, 100.0]), z3,
+                            zeros, z3)
+    assert np.allclose(track.rise[f < 30], -0.02) and np.allclose(track.rise[f > 70], -0.035), track.rise
+    inside = ((f >= 30) & (f <= 40)) | ((f >= 60) & (f <= 70))
+    assert (track.rise[inside] == 0.0).all()
+    swing = (f > 40) & (f < 60)  # blended from the first's lift-off to the second's landing
+    assert np.allclose(track.rise[swing], -(0.025 + (0.03 - 0.025) * (f[swing] - 40.0) / 20.0))
