@@ -1139,7 +1139,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the body).
     # Faded into the terrain under the body (`window`) before the first contact and after the last.
     lowered = np.where(lk.down > 0.0, lifted, -lk.rise) if lk is not None else 0.0
-    support = held * (ground_support - lowered) + (1.0 - held) * window
+    # ... and beyond the first and last contacts, where the ground fades into the terrain under the body, by the
+    # hover the foot still carries there (`LockTrack.rise`), so the leg is as long as animated.
+    support = held * ground_support + (1.0 - held) * window - lowered
     pinned = ~planned | ~np.isfinite(best) | ~anchored
     pinned |= np.where(foot.use_lock, lk.down > 0.0, True) if lk is not None else True
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)

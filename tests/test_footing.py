@@ -582,3 +582,30 @@ def test_a_step_edge_behind_the_foot_holds_it_at_the_edges_height_not_on_the_lin
     line, heel = _line_over_first_riser(0.38)
     straight = RISER * (float(heel[0, 1]) - 0.2) / 0.5
     assert float(line.height(heel)[0]) > straight + 0.03 * LEG, (line.height(heel), straight)
+
+
+def test_past_the_last_contact_the_pelvis_is_lowered_by_the_hover_the_foot_still_carries():
+    """Issue 20: after a foot's last contact its ground fades from the contact's into the terrain under the
+    body (`from_weight` below 1), while the hover it carries (`LockTrack.rise`: its contact stood 2.5% of the
+    leg over the animation's floor) is taken off however far (`contacts._track`). The pelvis's ground from
+    this foot (`FootPlan.support`) is lowered by that hover too, whatever the fade, so the leg stays as long
+    as animated; lowered only by the faded part, the leg was stretched by the rest as the fade went on."""
+    n, drop = 3, 0.025 * LEG
+    ankle = np.array([[0.0, 0.1 * LEG, 0.3 * LEG]]) + np.zeros((n, 1))
+    hip = ankle + np.array([[0.0, 0.0, 0.6 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
+    heel, tip = ankle + np.array([0.0, -0.05, -0.08]), ankle + np.array([0.0, 0.15, -0.08])
+    frame = np.tile(np.eye(4), (n, 1, 1))
+    frame[:, :3, 3] = ankle
+    one, z3 = np.ones(n), np.zeros((n, 3))
+    held = np.array([1.0, 0.5, 0.0])  # the fade after the last contact
+    lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
+                           from_point=ankle.copy(), from_weight=held, to_point=z3.copy(), to_weight=0 * one,
+                           swing=one, free=one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one,
+                           carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one,
+                           anchor=z3.copy(), heel=0 * one)
+    at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock)
+    window = np.full(n, 0.01 * LEG)  # the terrain under the body; the contact's ground (tread 0) is at 0
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), window, 120.0)
+    assert np.allclose(plan.support, (1.0 - held) * window - drop), (plan.support, (1.0 - held) * window - drop)
