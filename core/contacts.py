@@ -740,9 +740,9 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
     # contacts end with the ankle's.
     inside, prev, nxt, p, n, both, t, k_after, k_before, only_prev, only_next = around(end)
     # The hover carried: between two contacts blended across the swing; before the first and after the last,
-    # the first's and the last's as they are, however far (faded out over FADE, the feet there were kept over
-    # the floor the whole clip was detected on, the levels its contacts stand on no longer taken off: cmu_08_07
-    # over flat, 2.6% of the leg over the source's own in a brief source contact after its foot's last).
+    # the first's and the last's, however far. (Faded out over FADE, it left the foot there over the floor the
+    # clip was detected on, not over the level of its contacts: cmu_08_07 over flat, 2.6% of the leg over the
+    # source's own in a brief source contact after the foot's last.)
     rise = np.where(both, -(drop_out[p] * (1.0 - t) + drop_in[n] * t),
                     np.where(only_prev, -drop_out[p], np.where(only_next, -drop_in[n], 0.0)))
     w0 = np.where(both, 1.0 - t, np.where(only_prev, k_after, np.where(only_next, k_before, 0.0)))

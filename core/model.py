@@ -1085,11 +1085,12 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # A foot rolling over its held ball: its heel (the first sole point), up in the air behind the ball,
         # only keeps out of the terrain; kept at its animated height over a bump under it, it lifted the held
         # ball off its ground (fair1_jumping over noise: 1.02% of the leg in a source contact).
+        rest_on = bh - mh  # each sole point's rise onto the terrain right under it
         if on_ball.any():
-            need[0] = np.where(on_ball, bh[0] - mh[0], need[0])
+            need[0] = np.where(on_ball, rest_on[0], need[0])
         deficits = np.where(got, need + extra, -np.inf)
         bare = np.where(got, need, -np.inf)
-        touching = np.where(got, bh - mh, -np.inf)
+        touching = np.where(got, rest_on, -np.inf)
         return deficits.T, bare.T, touching.T, turned, along
 
     turn = tilt
@@ -1137,10 +1138,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     # under its animated height (its hover removed): in a contact by the hover of the frame, between contacts
     # by the hover the foot carries (`LockTrack.rise`, blended across the swing), not by how far its sole
     # happens to be over its floor in the animation (a toe brushing the floor in mid-swing jerked the body).
-    # Faded into the terrain under the body (`window`) before the first contact and after the last.
+    # Before the first contact and after the last the ground fades into the terrain under the body (`window`),
+    # still lowered by the hover the foot carries there, so the leg stays as long as animated.
     lowered = np.where(lk.down > 0.0, lifted, -lk.rise) if lk is not None else 0.0
-    # ... and beyond the first and last contacts, where the ground fades into the terrain under the body, by the
-    # hover the foot still carries there (`LockTrack.rise`), so the leg is as long as animated.
     support = held * ground_support + (1.0 - held) * window - lowered
     pinned = ~planned | ~np.isfinite(best) | ~anchored
     pinned |= np.where(foot.use_lock, lk.down > 0.0, True) if lk is not None else True

@@ -4,6 +4,7 @@ time. On a real staircase mesh, through the installed extension's own modules.""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -34,6 +35,11 @@ def _stairs(steps: int = 6) -> ground.Terrain:
             tris += [(base + 4, base + 5, base + 1), (base + 4, base + 1, base)]
     tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
     return ground.Terrain(tree, len(tris), np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int32))
+
+
+def _lock(n: int, **given: np.ndarray) -> model.LockTrack:
+    """A hand-built `LockTrack` over `n` frames: nothing locked (`LockTrack.none`) but the fields `given`."""
+    return dataclasses.replace(model.LockTrack.none(n), **given)
 
 
 def _tread_height(y: float) -> float:
@@ -449,11 +455,8 @@ def _lift_off_plan(speed: float, fps: float = 120.0):
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
     frame = np.tile(np.eye(4), (n, 1, 1))
     frame[:, :3, 3] = ankle
-    one, z3 = np.ones(n), np.zeros((n, 3))
-    lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
-                           from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one, swing=one,
-                           free=0 * one, pitch=0 * one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one, carry=z3.copy(),
-                           turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one, anchor=z3.copy(), heel=0 * one)
+    one = np.ones(n)
+    lock = _lock(n, rise=-drop * one, from_point=ankle.copy(), from_weight=one, swing=one, pitch=0 * one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
@@ -491,13 +494,10 @@ def _landing_plan(landing: float, fps: float = 120.0):
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
     frame = np.tile(np.eye(4), (n, 1, 1))
     frame[:, :3, 3] = ankle
-    one, z3 = np.ones(n), np.zeros((n, 3))
+    one = np.ones(n)
     held = np.array([0.0, ball_y + 0.01 * LEG, 0.0])  # where the ball is held, along the ground
-    lock = model.LockTrack(weight=one, point=np.tile(held, (n, 1)), offset=z3.copy(), down=0 * one, rise=0 * one,
-                           from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one,
-                           swing=one, free=0 * one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one, ball=one,
-                           carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one, landing=landing * one,
-                           anchor=np.tile(held - (ball[0] - ankle[0]), (n, 1)), heel=0 * one)
+    lock = _lock(n, weight=one, point=np.tile(held, (n, 1)), from_point=ankle.copy(), from_weight=one, swing=one,
+                 ball=one, landing=landing * one, anchor=np.tile(held - (ball[0] - ankle[0]), (n, 1)))
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       ball=ball, front_speed=model.front_speeds(ball, at.up, fps))
@@ -523,13 +523,10 @@ def test_a_heel_held_from_its_strike_stays_put_as_the_foot_comes_down_about_it()
     knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
     frame = np.tile(np.eye(4), (n, 1, 1))
     frame[:, :3, 3] = ankle
-    one, z3 = np.ones(n), np.zeros((n, 3))
+    one = np.ones(n)
     held = heel[-1] + np.array([0.0, 0.0, 0.0])  # where the heel is at Start
-    lock = model.LockTrack(weight=one, point=np.tile(held, (n, 1)), offset=z3.copy(), down=0 * one, rise=0 * one,
-                           from_point=ankle.copy(), from_weight=one, to_point=z3.copy(), to_weight=0 * one,
-                           swing=one, free=0 * one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one,
-                           ball=0 * one, carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one,
-                           landing=one, anchor=np.tile(held - rel_ankle[-1], (n, 1)), heel=one)
+    lock = _lock(n, weight=one, point=np.tile(held, (n, 1)), from_point=ankle.copy(), from_weight=one, swing=one,
+                 landing=one, anchor=np.tile(held - rel_ankle[-1], (n, 1)), heel=one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock,
                       front_speed=np.zeros(n))
@@ -597,13 +594,9 @@ def test_past_the_last_contact_the_pelvis_is_lowered_by_the_hover_the_foot_still
     heel, tip = ankle + np.array([0.0, -0.05, -0.08]), ankle + np.array([0.0, 0.15, -0.08])
     frame = np.tile(np.eye(4), (n, 1, 1))
     frame[:, :3, 3] = ankle
-    one, z3 = np.ones(n), np.zeros((n, 3))
+    one = np.ones(n)
     held = np.array([1.0, 0.5, 0.0])  # the fade after the last contact
-    lock = model.LockTrack(weight=0 * one, point=z3, offset=z3.copy(), down=0 * one, rise=-drop * one,
-                           from_point=ankle.copy(), from_weight=held, to_point=z3.copy(), to_weight=0 * one,
-                           swing=one, free=one, pitch=one, gap=0 * one, lead=0 * one, opened=0 * one, ball=0 * one,
-                           carry=z3.copy(), turning=0 * one, heading=0 * one, twist=0 * one, landing=0 * one,
-                           anchor=z3.copy(), heel=0 * one)
+    lock = _lock(n, rise=-drop * one, from_point=ankle.copy(), from_weight=held, swing=one, free=one)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
     foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True, lock)
     window = np.full(n, 0.01 * LEG)  # the terrain under the body; the contact's ground (tread 0) is at 0
