@@ -37,6 +37,7 @@ from .checks import limb_is_usable
 from .model import LockTrack, cuts, held_turn_angle, smoothstep
 from .rig import settings, world_scale
 from .tuning import (
+    BALL_JUMP,
     BASELINE_WINDOW,
     FADE,
     FOOTPRINT_ANGLES,
@@ -49,6 +50,8 @@ from .tuning import (
     PITCH_EASE,
     ROLL_HEIGHT,
     ROLL_SPEED,
+    ROLL_STAY_HEIGHT,
+    ROLL_STAY_SPEED,
     SWING_EASE,
 )
 
@@ -172,10 +175,11 @@ def ground_speed(points: np.ndarray, fps: float) -> np.ndarray:
     return np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]])  # type: ignore[no-any-return]
 
 
-def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
+def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float, stay: bool = False) -> np.ndarray:
     """Per frame, whether the ball is down: the front of the foot (`sample_feet`'s "front_z") within ROLL_HEIGHT x leg of
     its own lowest height within BASELINE_WINDOW seconds, and the ball slower along the ground than ROLL_SPEED x
-    leg per second (`sample_feet`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
+    leg per second (`sample_feet`), and with `stay` from there on while within ROLL_STAY_HEIGHT and slower
+    than ROLL_STAY_SPEED (`roll_of`'s `kept`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
     n = len(front)
     if n == 0:
         return np.zeros(0, dtype=bool)
@@ -188,6 +192,10 @@ def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> n
     padded = np.pad(held, half, mode="edge")
     low = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).min(axis=1)
     down = (front - low <= ROLL_HEIGHT * leg) & (speed <= ROLL_SPEED * leg)
+    if stay:
+        near = (front - low <= ROLL_STAY_HEIGHT * leg) & (speed <= ROLL_STAY_SPEED * leg)
+        for i in range(1, n):
+            down[i] = down[i] or (near[i] and down[i - 1])
     gap = max(1, int(round(MIN_GAP * fps)))
     idx = np.flatnonzero(down)
     for a, b in zip(idx[:-1], idx[1:]):
@@ -203,15 +211,20 @@ def tiptoe(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
 
 
 def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndarray] = None,
-            peel: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
+            peel: Optional[np.ndarray] = None, kept: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
     """The frames (first, last) a contact a..b holds its ball: the run of frames the ball is `down` that holds
     the contact's last frame (or starts right after it), from no earlier than `a` to no later than `limit`
     (the frame before the next contact); None where the ball is not down as the contact ends. After the
     contact's last frame only while the foot is on its toes (`toes`, `tiptoe`): a foot lifting off whole is
     not rolling. Back into the contact also over the frames its heel peels off a still ball (`peel`, `sole_runs`):
-    the foot stands on its ball there, though the ball, sinking as the toes push, is not yet down by height."""
+    the foot stands on its ball there, though the ball, sinking as the toes push, is not yet down by height.
+    A ball `kept` down as the contact ends (`ball_down` with `stay`: it was down and has since risen less than
+    ROLL_STAY_HEIGHT, slower than ROLL_STAY_SPEED) rolls too, held back into the contact over those frames,
+    though not past its last frame unless down there: the foot stands on it as the heel peels off
+    (cmu_12_02: the ball 3.3% of the leg up and 0.27 leg/s on the contact's last frames; the ankle held,
+    the foot turned about it and swept the ball 2.6% of the leg)."""
     on = down if toes is None else down & toes
-    if down[b]:
+    if down[b] or (kept is not None and kept[b]):
         first = b
     elif b + 1 <= limit and on[b + 1]:
         first = b + 1
@@ -221,6 +234,7 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
     while last + 1 <= limit and on[last + 1]:
         last += 1
     back = down if peel is None else down | peel
+    back = back if kept is None else back | kept
     while first - 1 >= a and back[first - 1]:
         first -= 1
     return first, last
@@ -254,15 +268,17 @@ def toe_up(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
 
 
 def sole_runs(d: dict[str, np.ndarray], leg: float, fps: float,
-              cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+              cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What detection and relock read of a foot's samples (`sample_feet`) for its holds: per frame whether its
     ball is down (`ball_down`), whether its heel is (`heel_down`), neither held across a `cut`, whether the
-    foot is toe-up (`toe_up`), and whether its heel peels off a still ball (the ball slower along the ground
-    than ROLL_SPEED, the heel not down; `roll_of`)."""
+    foot is toe-up (`toe_up`), whether its heel peels off a still ball (the ball slower along the ground
+    than ROLL_SPEED, the heel not down; `roll_of`), and whether its ball is kept down (`ball_down` with
+    `stay`; `roll_of`)."""
     down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
+    kept = ball_down(d["front_z"], d["ball_speed"], leg, fps, stay=True) & ~cut
     heel = heel_down(d, leg, fps) & ~cut
     peel = (d["ball_speed"] <= ROLL_SPEED * leg) & ~heel & ~cut
-    return down, heel, toe_up(d, leg), peel
+    return down, heel, toe_up(d, leg), peel, kept
 
 
 def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
@@ -310,7 +326,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # foot drop into it in one frame (cmu_03_02 over stairs: knee 1.82x the source's on that frame).
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
-        down, heel, struck, peel = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
+        down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -323,19 +339,27 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             else:
                 k += 1
         found = landed_on_toes(found, down, toes)
-        holds = [held_ball(d, down, a, b, found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1, peel)
+        holds = [held_ball(d, down, a, b, found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1, peel, kept)
                  for k, (a, b) in enumerate(found)]
         step = np.linalg.norm(np.diff(d["ball"][:, :2], axis=0), axis=1) * fps
-        on_ball = ball_stances(down & ~np.concatenate([[False], step > LIFT_SPEED * leg]),
+        on_ball = ball_stances(down & ~np.concatenate([[False], step > BALL_JUMP * leg]),
                                [(a, max(b, h[1] if h else b)) for (a, b), h in zip(found, holds)],
                                int(math.ceil(MIN_CONTACT * fps)))
+        # A stance on the ball that runs into a contact (the foot landed on its ball, the ankle came to rest
+        # later) is that contact's start: one contact from the stance's first frame, holding its ball.
+        starts = {a: k for k, (a, _b) in enumerate(found)}
+        into = [(a, b) for a, b in on_ball if b + 1 in starts]
+        for a, b in into:
+            k = starts[b + 1]
+            found[k] = (a, found[k][1])
+        on_ball = [st for st in on_ball if st not in into]
         found = sorted(found + on_ball)
         held_to = -1  # the previous contact's last held frame
         for k, (a, b) in enumerate(found):
             c = limb.contacts.add()
             c.start, c.end = start + a, start + b
             limit = found[k + 1][0] - 1 if k + 1 < len(found) else len(down) - 1
-            roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit, peel)
+            roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit, peel, kept)
             _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1, struck))
             held_to = max(b, roll[1]) if roll is not None else b
             at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
@@ -359,7 +383,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down, heel, struck, peel = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
+    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
@@ -368,7 +392,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     for c in limb.contacts:
         a, b = c.start - start, c.end - start
         later = [s0 - start for s0 in starts if s0 > c.end]
-        rolls.append(held_ball(d, down, a, b, min(later) - 1 if later else len(down) - 1, peel) if b >= a else None)
+        rolls.append(held_ball(d, down, a, b, min(later) - 1 if later else len(down) - 1, peel, kept) if b >= a else None)
     lasts = [c.end - start if r is None else max(c.end - start, r[1]) for c, r in zip(limb.contacts, rolls)]
     for c, roll in zip(limb.contacts, rolls):
         a, b = c.start - start, c.end - start
@@ -394,29 +418,37 @@ def landed_on_toes(found: list[tuple[int, int]], down: np.ndarray, toes: np.ndar
 
 def ball_stances(down: np.ndarray, taken: list[tuple[int, int]], shortest: int) -> list[tuple[int, int]]:
     """Stances on the ball alone (first, last frame): runs of at least `shortest` frames the ball is `down`
-    that overlap no contact or ball hold in `taken` (first, last). The ankle never comes to rest in them (a
-    foot standing on its toes, pivoting on its ball as a walk starts or stops), so no contact is found by
-    the ankle; left to the swing, the foot floated over a flight of stairs on its own swing line
-    (cmu_131_01: 13.7% of the leg). Such a stance holds its ball from its first frame to its last. The
-    caller leaves out of `down` the frames the ball jumps to (faster than LIFT_SPEED): a capture's glitch of
-    the toe for a frame or two, which a held ball would turn into a jump of the whole leg (cmu_08_07)."""
+    outside every contact and ball hold in `taken` (first, last), each up to the first it runs into (none
+    where it starts inside one: that run is the contact's). The ankle never comes to rest in them (a foot
+    standing on its toes, pivoting on its ball as a walk starts or stops), so no contact is found by the
+    ankle; left to the swing, the foot floated over a flight of stairs on its own swing line (cmu_131_01:
+    13.7% of the leg). Such a stance holds its ball from its first frame to its last. The caller leaves out
+    of `down` the frames the ball jumps to (faster than BALL_JUMP): a capture's glitch of the toe for a frame
+    or two, which a held ball would turn into a jump of the whole leg (cmu_08_07). Slower steps are the
+    capture's jitter, held through: split at each of them (at LIFT_SPEED), the stances of a foot on its toes at
+    120 fps fell under `shortest` and nothing held the ball (cmu_02_04: it slid 1.8% of the leg)."""
     busy = np.zeros(len(down), dtype=bool)
     for a, b in taken:
         busy[a:b + 1] = True
     edges = np.flatnonzero(np.diff(np.concatenate([[0], down.astype(np.int8), [0]])))
-    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])
-            if b - a >= shortest and not busy[a:b].any()]
+    out = []
+    for a, b in zip(edges[::2], edges[1::2]):
+        if busy[a:b].any():  # up to the contact or hold it runs into (none where it starts in one)
+            b = a + int(np.argmax(busy[a:b]))
+        if b - a >= shortest:
+            out.append((int(a), int(b) - 1))
+    return out
 
 
 def held_ball(d: dict[str, np.ndarray], down: np.ndarray, a: int, b: int, limit: int,
-              peel: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
+              peel: Optional[np.ndarray] = None, kept: Optional[np.ndarray] = None) -> Optional[tuple[int, int]]:
     """The frames (first, last) a contact a..b holds its ball on: a turn on the ball (`turn_on_ball`) and a
     roll onto the toes (`roll_of`), one after the other where there are both (a ball that turned on the
     ground, slid a few frames as the toes pushed off and is down again as the contact ends was held from
     those last frames alone, and swept the turn: cmu_01_01, 1.1 -> 2.0% of the leg); None: it holds its
     ankle. `limit`: the frame before the next contact. The roll runs on while the ball is down, whether or not
     the heel is up (a foot peeling off flat slid its ball)."""
-    roll, turn = roll_of(down, a, b, limit, peel=peel), turn_on_ball(d, down, a, b)
+    roll, turn = roll_of(down, a, b, limit, peel=peel, kept=kept), turn_on_ball(d, down, a, b)
     if roll is None or turn is None:
         return roll or turn
     return min(roll[0], turn[0]), roll[1]

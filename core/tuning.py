@@ -131,6 +131,18 @@ FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (ov
 # the first frame of the run of such frames that holds its last frame until the ball is up (toe-off).
 ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its lowest is down
 ROLL_SPEED = 0.25  # x leg per second: the ball slower than this along the ground is down
+# A contact's ball that was down and has since risen less than ROLL_STAY_HEIGHT (x leg) over its lowest, slower
+# than ROLL_STAY_SPEED (x leg per second), is still what the foot stands on as the heel peels off: the contact
+# rolls on it (`contacts.roll_of`), as the ankle's contact runs from LAND to LIFT. Not past the contact's last
+# frame: on every use of the ball's being down (stances, landings, lift-offs, the heel), the tuning half's
+# pops gained 2 (1.2x and 2x ROLL_SPEED: lost 2; 4% lost 2; 6% the same) and the check half's lost 4 (the
+# tuning run it lost, fair1_zombie over the slope, popped at a lift-off whose ball the hold let go of moving).
+ROLL_STAY_HEIGHT = 0.05
+ROLL_STAY_SPEED = 0.375
+# x leg per second: a ball faster than this from one frame to the next has jumped (a capture's glitch of the
+# toe), not rolled. A stance on the ball is split there; slower steps are the capture's jitter (at 120 fps
+# LIFT_SPEED is 0.7% of the leg per frame) and the stance is held through them.
+BALL_JUMP = 2.5
 # A contact holds the foot's heading (its turn about the up axis) as it lands while it holds the ankle, so a
 # flat foot does not turn about its ankle and sweep its ball: turned from the animation's by at most this
 # (radians, 20 degrees). A foot the animation turns further pivots (on its heel or ball): it turns on beyond

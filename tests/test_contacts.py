@@ -628,6 +628,36 @@ def test_a_toe_pushing_through_the_floor_at_toe_off_does_not_hide_the_ball_down(
     assert not contacts.ball_down(low, speed, leg, fps)[50:81].any()  # within BASELINE_WINDOW of it
 
 
+def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
+    """`ball_down` with `stay`: once down, the ball stays down while within ROLL_STAY_HEIGHT of its level and
+    slower than ROLL_STAY_SPEED, and a contact whose ball is kept down so on its last frame rolls on it
+    (`roll_of`): the ball rising a little as the heel peels off is still what the foot stands on (cmu_12_02:
+    3.3% up at 0.27 leg/s on the contact's last frames; the ankle held, the foot turned about it and swept the
+    ball 2.6% of the leg). A ball that comes no lower than that, or moves faster, is not down; and the roll
+    goes no further past the contact than the ball is down."""
+    fps, leg = 120.0, 1.0
+    n = 240
+    front = np.full(n, 0.2)  # in the air
+    speed = np.full(n, 2.0)
+    front[20:81], speed[20:81] = 0.0, 0.05  # a stance on the ball...
+    front[81:91], speed[81:91] = np.linspace(0.0, 0.045, 11)[1:], 0.3  # ... rising to 4.5% of the leg, slowly
+    front[91:100], speed[91:100] = 0.1, 0.3  # and up
+    kept = contacts.ball_down(front, speed, leg, fps, stay=True)
+    assert kept[20:91].all()
+    assert not kept[91:].any()
+    down = contacts.ball_down(front, speed, leg, fps)
+    assert down[20:81].all() and not down[85:].any()  # without `stay`: up from ROLL_HEIGHT on
+    assert contacts.roll_of(down, 20, 90, 200, kept=kept) == (20, 90)
+    assert contacts.roll_of(down, 20, 90, 200) is None  # what it was: the ankle held
+    assert contacts.roll_of(down, 20, 85, 200, kept=kept) == (20, 85)  # not past the contact: not down there
+    hover = np.full(n, 0.2)
+    hover[20:81], hover[85:150] = 0.04, 0.0  # 4% over the level the next stance holds, never lower
+    assert not contacts.ball_down(hover, speed, leg, fps, stay=True)[20:81].any()
+    fast = speed.copy()
+    fast[81:91] = 0.45  # faster than ROLL_STAY_SPEED: lifting off
+    assert not contacts.ball_down(front, fast, leg, fps, stay=True)[81:91].any()
+
+
 def test_a_turn_on_the_ball_runs_on_into_the_roll():
     """A contact whose ball turns on the ground, slides a few frames as the toes push off, and is down again
     for a frame or two as the contact ends is held at the ball from the turn on, through the roll: held from
@@ -682,7 +712,7 @@ def test_a_heel_peeling_off_a_still_ball_in_a_contact_holds_the_ball_from_there(
     d = {"heel": np.stack([np.zeros(n), heel_y, heel_z], 1), "ball": ball, "front_z": ball[:, 2],
          "ball_speed": contacts.ground_speed(ball, fps), "ankle": np.zeros((n, 3))}
     d["ankle"][:, 2] = 0.1
-    down, heel, _struck, peel = contacts.sole_runs(d, leg, fps, np.zeros(n, dtype=bool))
+    down, heel, _struck, peel, _kept = contacts.sole_runs(d, leg, fps, np.zeros(n, dtype=bool))
     assert heel[:40].all() and not heel[42:80].any()
     assert peel[42:79].all() and not peel[:40].any() and not peel[82:].any()
     first_by_height = int(np.flatnonzero(down[:80])[0])
@@ -750,6 +780,55 @@ def test_a_stance_on_the_ball_alone_is_a_contact_that_holds_its_ball():
     assert contacts.ball_stances(down, [], 5) == [(a, b - 1)]
     assert contacts.ball_stances(down, [(0, a)], 5) == []
     assert contacts.ball_stances(down, [(0, a - 1)], 5) == [(a, b - 1)]
+
+
+def test_a_stance_on_the_ball_is_held_through_jitter_and_is_the_start_of_the_contact_it_runs_into():
+    """A stance on the ball is split only where the ball jumps faster than BALL_JUMP: a slower step is the
+    capture's jitter (at 120 fps LIFT_SPEED is 0.7% of the leg per frame), split there the stances of a foot on
+    its toes fell under MIN_CONTACT and nothing held the ball (cmu_02_04: it slid 1.8% of the leg). And a
+    stance that runs into a contact (the foot lands on its ball, the ankle comes to rest later) is that
+    contact's start: one contact from the stance's first frame, holding its ball; it was dropped, and the
+    contact started as the ankle came to rest."""
+    obj, scene, s, fps, feet, leg = _walker_feet()
+    n = int(round(2.0 * fps))
+    a, b = int(round(0.5 * fps)), int(round(1.2 * fps))  # on the ball over frames a..b-1
+    mid = (a + b) // 2
+
+    def samples(jitter: float = 0.0, rest: int = 0) -> dict[int, dict[str, np.ndarray]]:
+        t = np.arange(n) / fps
+        ankle = np.stack([0.3 * leg * t, np.zeros(n), s.floor_height + leg * (0.2 + 0.05 * np.sin(9.0 * t))], 1)
+        ball = ankle + np.array([0.15 * leg, 0.0, -0.2 * leg])
+        front = np.full(n, s.floor_height + 0.2 * leg)
+        ball_speed = np.full(n, 2.0 * leg)
+        ball[a:b] = [0.15 * leg + 0.3 * leg * t[a], 0.0, s.floor_height + 0.005 * leg]
+        front[a:b], ball_speed[a:b] = s.floor_height + 0.005 * leg, 0.0
+        ball[mid, 0] += jitter * leg / fps  # for one frame, at `jitter` legs per second, and back
+        speed = np.full(n, 1.0 * leg)
+        if rest:  # the ankle at rest from frame `rest` to the stance's end
+            ankle[rest:b] = [0.3 * leg * t[rest], 0.0, s.floor_height + 0.15 * leg]
+            speed[rest:b] = 0.0
+        heel = ankle - np.array([0.05 * leg, 0.0, 0.05 * leg])
+        if rest:  # the heel low too (not on its toes, so not a landing on the toes: `landed_on_toes`)
+            heel[a:b, 2] = s.floor_height + 0.02 * leg
+        return {i: {"ankle": ankle, "sole": heel, "heel": heel, "toe": ball + [0.05 * leg, 0.0, 0.0], "ball": ball,
+                    "front_z": front, "speed": speed, "still": speed.copy(), "ball_speed": ball_speed} for i in feet}
+
+    f0 = scene.frame_start
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(jitter=1.5))  # over LIFT_SPEED, under BALL_JUMP
+    for i in feet:
+        assert [(c.start - f0, c.end - f0, c.pivot - f0) for c in s.limbs[i].contacts] == [(a, b - 1, a)]
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(jitter=5.0))  # a jump: split around it
+    assert [(c.start - f0, c.end - f0) for c in s.limbs[feet[0]].contacts] == [(a, mid - 1), (mid + 2, b - 1)]
+    rest = a + int(round(0.3 * fps))
+    contacts.detect_contacts(obj, scene, f0, f0 + n - 1, samples(rest=rest))
+    for i in feet:
+        found = [(c.start - f0, c.end - f0, c.rolls, c.pivot - f0) for c in s.limbs[i].contacts]
+        assert found == [(a, b - 1, True, a)], found
+    # The run of the ball down, up to the contact or hold it runs into; none where it starts in one.
+    down = np.zeros(n, dtype=bool)
+    down[a:b] = True
+    assert contacts.ball_stances(down, [(rest, b + 5)], 5) == [(a, rest - 1)]
+    assert contacts.ball_stances(down, [(a + 2, b + 5)], 5) == []
 
 
 def test_a_contact_found_from_the_ranges_second_frame_starts_on_its_first():
