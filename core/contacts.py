@@ -175,14 +175,20 @@ def ground_speed(points: np.ndarray, fps: float) -> np.ndarray:
     return np.minimum(np.r_[step[:1], step], np.r_[step, step[-1:]])  # type: ignore[no-any-return]
 
 
-def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float, stay: bool = False) -> np.ndarray:
+def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
     """Per frame, whether the ball is down: the front of the foot (`sample_feet`'s "front_z") within ROLL_HEIGHT x leg of
     its own lowest height within BASELINE_WINDOW seconds, and the ball slower along the ground than ROLL_SPEED x
-    leg per second (`sample_feet`), and with `stay` from there on while within ROLL_STAY_HEIGHT and slower
-    than ROLL_STAY_SPEED (`roll_of`'s `kept`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
+    leg per second (`sample_feet`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
+    return ball_runs(front, speed, leg, fps)[0]
+
+
+def ball_runs(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame, whether the ball is down (`ball_down`) and whether it is kept down: down, or down before and
+    since then within ROLL_STAY_HEIGHT of the same level and slower than ROLL_STAY_SPEED (`roll_of`); both
+    with gaps shorter than MIN_GAP seconds closed, so every frame down is kept down."""
     n = len(front)
     if n == 0:
-        return np.zeros(0, dtype=bool)
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
     half = max(1, int(round(BASELINE_WINDOW * fps)))
     # The lowest level the front holds for MIN_CONTACT seconds within the window: a toe pushing through the
     # floor for a few frames at toe-off (pymo_av8: 2% of the leg under it) is not the level it stands on.
@@ -192,16 +198,17 @@ def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float, stay
     padded = np.pad(held, half, mode="edge")
     low = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).min(axis=1)
     down = (front - low <= ROLL_HEIGHT * leg) & (speed <= ROLL_SPEED * leg)
-    if stay:
-        near = (front - low <= ROLL_STAY_HEIGHT * leg) & (speed <= ROLL_STAY_SPEED * leg)
-        for i in range(1, n):
-            down[i] = down[i] or (near[i] and down[i - 1])
+    kept = down.copy()
+    near = (front - low <= ROLL_STAY_HEIGHT * leg) & (speed <= ROLL_STAY_SPEED * leg)
+    for i in range(1, n):
+        kept[i] = kept[i] or (near[i] and kept[i - 1])
     gap = max(1, int(round(MIN_GAP * fps)))
-    idx = np.flatnonzero(down)
-    for a, b in zip(idx[:-1], idx[1:]):
-        if 1 < b - a <= gap:
-            down[a:b] = True
-    return down  # type: ignore[no-any-return]
+    for runs in (down, kept):
+        idx = np.flatnonzero(runs)
+        for a, b in zip(idx[:-1], idx[1:]):
+            if 1 < b - a <= gap:
+                runs[a:b] = True
+    return down, kept
 
 
 def tiptoe(d: dict[str, np.ndarray], leg: float) -> np.ndarray:
@@ -218,13 +225,15 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
     contact's last frame only while the foot is on its toes (`toes`, `tiptoe`): a foot lifting off whole is
     not rolling. Back into the contact also over the frames its heel peels off a still ball (`peel`, `sole_runs`):
     the foot stands on its ball there, though the ball, sinking as the toes push, is not yet down by height.
-    A ball `kept` down as the contact ends (`ball_down` with `stay`: it was down and has since risen less than
-    ROLL_STAY_HEIGHT, slower than ROLL_STAY_SPEED) rolls too, held back into the contact over those frames,
+    A ball `kept` down as the contact ends (`ball_runs`: it was down and has since risen less than
+    ROLL_STAY_HEIGHT, slower than ROLL_STAY_SPEED; every frame it is `down` it is kept down) rolls too, held
+    back into the contact over those frames,
     though not past its last frame unless down there: the foot stands on it as the heel peels off
     (cmu_12_02: the ball 3.3% of the leg up and 0.27 leg/s on the contact's last frames; the ankle held,
     the foot turned about it and swept the ball 2.6% of the leg)."""
     on = down if toes is None else down & toes
-    if down[b] or (kept is not None and kept[b]):
+    stands = down if kept is None else kept
+    if stands[b]:
         first = b
     elif b + 1 <= limit and on[b + 1]:
         first = b + 1
@@ -233,8 +242,7 @@ def roll_of(down: np.ndarray, a: int, b: int, limit: int, toes: Optional[np.ndar
     last = first
     while last + 1 <= limit and on[last + 1]:
         last += 1
-    back = down if peel is None else down | peel
-    back = back if kept is None else back | kept
+    back = stands if peel is None else stands | peel
     while first - 1 >= a and back[first - 1]:
         first -= 1
     return first, last
@@ -272,10 +280,10 @@ def sole_runs(d: dict[str, np.ndarray], leg: float, fps: float,
     """What detection and relock read of a foot's samples (`sample_feet`) for its holds: per frame whether its
     ball is down (`ball_down`), whether its heel is (`heel_down`), neither held across a `cut`, whether the
     foot is toe-up (`toe_up`), whether its heel peels off a still ball (the ball slower along the ground
-    than ROLL_SPEED, the heel not down; `roll_of`), and whether its ball is kept down (`ball_down` with
-    `stay`; `roll_of`)."""
-    down = ball_down(d["front_z"], d["ball_speed"], leg, fps) & ~cut
-    kept = ball_down(d["front_z"], d["ball_speed"], leg, fps, stay=True) & ~cut
+    than ROLL_SPEED, the heel not down; `roll_of`), and whether its ball is kept down (`ball_runs`;
+    `roll_of`)."""
+    down, kept = ball_runs(d["front_z"], d["ball_speed"], leg, fps)
+    down, kept = down & ~cut, kept & ~cut
     heel = heel_down(d, leg, fps) & ~cut
     peel = (d["ball_speed"] <= ROLL_SPEED * leg) & ~heel & ~cut
     return down, heel, toe_up(d, leg), peel, kept
@@ -348,11 +356,13 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # A stance on the ball that runs into a contact (the foot landed on its ball, the ankle came to rest
         # later) is that contact's start: one contact from the stance's first frame, holding its ball.
         starts = {a: k for k, (a, _b) in enumerate(found)}
-        into = [(a, b) for a, b in on_ball if b + 1 in starts]
-        for a, b in into:
-            k = starts[b + 1]
-            found[k] = (a, found[k][1])
-        on_ball = [st for st in on_ball if st not in into]
+        alone = []
+        for a, b in on_ball:
+            if b + 1 in starts:
+                found[starts[b + 1]] = (a, found[starts[b + 1]][1])
+            else:
+                alone.append((a, b))
+        on_ball = alone
         found = sorted(found + on_ball)
         held_to = -1  # the previous contact's last held frame
         for k, (a, b) in enumerate(found):

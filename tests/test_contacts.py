@@ -629,7 +629,7 @@ def test_a_toe_pushing_through_the_floor_at_toe_off_does_not_hide_the_ball_down(
 
 
 def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
-    """`ball_down` with `stay`: once down, the ball stays down while within ROLL_STAY_HEIGHT of its level and
+    """`ball_runs`' kept down: once down, the ball stays down while within ROLL_STAY_HEIGHT of its level and
     slower than ROLL_STAY_SPEED, and a contact whose ball is kept down so on its last frame rolls on it
     (`roll_of`): the ball rising a little as the heel peels off is still what the foot stands on (cmu_12_02:
     3.3% up at 0.27 leg/s on the contact's last frames; the ankle held, the foot turned about it and swept the
@@ -642,20 +642,20 @@ def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
     front[20:81], speed[20:81] = 0.0, 0.05  # a stance on the ball...
     front[81:91], speed[81:91] = np.linspace(0.0, 0.045, 11)[1:], 0.3  # ... rising to 4.5% of the leg, slowly
     front[91:100], speed[91:100] = 0.1, 0.3  # and up
-    kept = contacts.ball_down(front, speed, leg, fps, stay=True)
+    down, kept = contacts.ball_runs(front, speed, leg, fps)
     assert kept[20:91].all()
     assert not kept[91:].any()
-    down = contacts.ball_down(front, speed, leg, fps)
-    assert down[20:81].all() and not down[85:].any()  # without `stay`: up from ROLL_HEIGHT on
+    assert (down == contacts.ball_down(front, speed, leg, fps)).all()
+    assert down[20:81].all() and not down[85:].any()  # down alone: up from ROLL_HEIGHT on
     assert contacts.roll_of(down, 20, 90, 200, kept=kept) == (20, 90)
     assert contacts.roll_of(down, 20, 90, 200) is None  # what it was: the ankle held
     assert contacts.roll_of(down, 20, 85, 200, kept=kept) == (20, 85)  # not past the contact: not down there
     hover = np.full(n, 0.2)
     hover[20:81], hover[85:150] = 0.04, 0.0  # 4% over the level the next stance holds, never lower
-    assert not contacts.ball_down(hover, speed, leg, fps, stay=True)[20:81].any()
+    assert not contacts.ball_runs(hover, speed, leg, fps)[1][20:81].any()
     fast = speed.copy()
     fast[81:91] = 0.45  # faster than ROLL_STAY_SPEED: lifting off
-    assert not contacts.ball_down(front, fast, leg, fps, stay=True)[81:91].any()
+    assert not contacts.ball_runs(front, fast, leg, fps)[1][81:91].any()
 
 
 def test_a_turn_on_the_ball_runs_on_into_the_roll():
