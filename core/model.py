@@ -43,6 +43,7 @@ from .tuning import (
     GROUND_JUMP,
     LIFT_SPEED,
     MAX_HELD_TURN,
+    MAX_LINE_GRADE,
     MAX_PITCH,
     MIN_CONTACT,
     PELVIS_SPEED,
@@ -561,8 +562,8 @@ class FootPlan:
 class SwingLine:
     """The ground a swinging foot keeps its height above, between two contacts, for the frames `rows`:
     the straight line from the ground it left (`start`, height `h0`) to the ground it lands on (`h1`), at
-    each point's place along it, raised by `lift` to clear what lies between; `ramp` fades it in and out
-    at the swing's ends."""
+    each point's place along it, rising across it by `across` (per unit, world space; none: level across),
+    raised by `lift` to clear what lies between; `ramp` fades it in and out at the swing's ends."""
 
     rows: np.ndarray  # indices of the frames it applies to
     start: np.ndarray
@@ -572,11 +573,16 @@ class SwingLine:
     h1: np.ndarray
     lift: np.ndarray
     ramp: np.ndarray
+    across: Optional[np.ndarray] = None  # (rows, 3)
 
     def height(self, points: np.ndarray) -> np.ndarray:
         """The line's height at points (..., its rows, 3): extrapolated past the ends, exact on a plane."""
-        x = np.einsum("...i,...i->...", points - self.start, self.direction) / self.length
-        return self.h0 + (self.h1 - self.h0) * x + self.lift  # type: ignore[no-any-return]
+        rel = points - self.start
+        x = np.einsum("...i,...i->...", rel, self.direction) / self.length
+        out = self.h0 + (self.h1 - self.h0) * x + self.lift
+        if self.across is not None:
+            out = out + np.einsum("...i,...i->...", rel, self.across)
+        return out  # type: ignore[no-any-return]
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -606,12 +612,14 @@ class SwingRays:
 
 def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, gb: np.ndarray, t: np.ndarray,
                gap: np.ndarray, lead: np.ndarray, opened: np.ndarray, ankle: np.ndarray, soles: list[np.ndarray],
-               at: Placement, leg: np.ndarray, fps: float) -> SwingRays:
+               at: Placement, leg: np.ndarray, fps: float, slope: Optional[np.ndarray] = None) -> SwingRays:
     """The swing's ground line for the frames in `rows` whose ends (`a`, `b`, grounds `ga`, `gb`) hit the
     terrain, once its rays are cast (`SwingRays.line`). Along the swing's path (heel to toe) the terrain's
     rise above the line is sampled; each rise lifts the line within ARC_WIDTH x leg of it, by a smooth
     window of the distance from the foot, so the foot rises before a step edge and comes down after it, in
-    space: it arcs over a step instead of jumping onto it."""
+    space: it arcs over a step instead of jumping onto it. `slope` (N, 3): the ground's rise per unit along
+    the ground at the ends (the mean of theirs); the line rises across its path by its part across the path
+    (a foot swinging wide of the straight line on a slope keeps its height over the slope beside it)."""
     path = b - a
     plen = norm(path, axis=1)
     idx = np.flatnonzero(rows & (plen > 0.0) & np.isfinite(ga) & np.isfinite(gb))
@@ -649,8 +657,12 @@ def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, g
     t = (t * gap - held_for) / free_for
     ramp = arc_ramp(np.where(opened[idx] > 0.0, np.maximum(t, 0.5), t), free_for, fps)
     ramp = ramp * smoothstep(plen / (ARC_PATH * lg))
+    across = None
+    if slope is not None:  # along the path the line's own rise from ga to gb stands
+        g = slope[idx]
+        across = g - direction * _dot(g, direction)[:, None]
     return SwingRays(start.reshape(count, 3), np.concatenate([rc] * ARC_SAMPLES), np.concatenate([u] * ARC_SAMPLES),
-                     near, line, base_h, SwingLine(idx, a, direction, plen, ga, gb, np.zeros(len(idx)), ramp))
+                     near, line, base_h, SwingLine(idx, a, direction, plen, ga, gb, np.zeros(len(idx)), ramp, across))
 
 
 def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
@@ -979,7 +991,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             hh = at.level(hits.height[k * n:(k + 1) * n])
             blended += np.where(ok, w * hh, 0.0)  # hh is finite where ok
             used += np.where(ok, w, 0.0)
-            ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan)))
+            # The ground's rise per unit along it there, from its normal (level where the ray missed), at most
+            # MAX_LINE_GRADE: a ray grazing a steep face does not tilt the whole swing's line.
+            nk = np.where(ok[:, None], hits.normal[k * n:(k + 1) * n], up)
+            nu = _dot(nk, up)
+            grade = -(nk - up * nu[:, None]) / np.maximum(nu, 1e-6)[:, None]
+            grade *= np.minimum(1.0, MAX_LINE_GRADE / np.maximum(norm(grade, axis=1), 1e-12))[:, None]
+            ends.append((p - up * _dot(p - ankle, up)[:, None], np.where(ok, hh, np.nan), grade))
         under_ankle = ground
         ground = blended + (1.0 - used) * ground
         # Where less than ANCHORED of the ground is from the contacts, the terrain right under the ankle weighs
@@ -995,9 +1013,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # and ramps in from Ball Up (`LockTrack.lead`, `swing_rays`).
         two = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (used >= 1.0 - 1e-9)
         if two.any():
-            (pa, ga), (pb, gb) = ends
+            (pa, ga, sa), (pb, gb, sb) = ends
             pending = swing_rays(two, pa, pb, ga, gb, lk.to_weight, lk.gap, lk.lead, lk.opened, ankle, soles, at, leg,
-                                 fps)
+                                 fps, 0.5 * (sa + sb))  # the line rises across its path as the ground at its ends
     identity = np.zeros((n, 4))
     identity[:, 0] = 1.0
     tilt = identity

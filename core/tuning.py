@@ -43,6 +43,9 @@ ARC_RAMP_TIME = 0.1  # seconds
 ARC_RAMP_FRAMES = 4.0  # frames
 # A swing shorter than this has no line to speak of: its line fades out below it (x leg).
 ARC_PATH = 0.2
+# The swing's line rises across its path as the ground at its ends does, by at most this rise per unit along
+# the ground (a ray grazing a steep face does not tilt it; 1.0 is 45 degrees, three times the corpus's slope).
+MAX_LINE_GRADE = 1.0
 
 # --- the pelvis ---------------------------------------------------------------------------------------------
 # Reach kept in reserve so a leg never locks fully straight when the pelvis drops for it (x leg).

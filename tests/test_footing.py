@@ -602,3 +602,40 @@ def test_past_the_last_contact_the_pelvis_is_lowered_by_the_hover_the_foot_still
     window = np.full(n, 0.01 * LEG)  # the terrain under the body; the contact's ground (tread 0) is at 0
     plan = model.plan_foot(foot, at, model.Rays(_stairs()), window, 120.0)
     assert np.allclose(plan.support, (1.0 - held) * window - drop), (plan.support, (1.0 - held) * window - drop)
+
+
+def _slope(grade: float) -> ground.Terrain:
+    """A plane rising `grade` (height per unit) along +X, four metres square."""
+    verts = [(x, y, grade * x) for x, y in ((-2.0, -2.0), (2.0, -2.0), (2.0, 2.0), (-2.0, 2.0))]
+    tris = [(0, 1, 2), (0, 2, 3)]
+    tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
+    return ground.Terrain(tree, len(tris), np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int32))
+
+
+def test_the_swing_line_across_a_slope_rises_and_falls_with_it_beside_its_path():
+    """Issue 20 (a, hover): in mid-swing each sole point keeps its height over the swing's line (`SwingLine`),
+    the straight line between the two contacts' grounds, there at each point's place along it. Across the
+    path it was level: a foot swinging wide of the straight line between its contacts on a 15 degree slope
+    that falls away from that line kept its height over the line's level, not over the slope under it, and
+    hovered by the fall (fair1_zombie over the slope: 3.9% of the leg as it landed). The line now rises and
+    falls across its path as the ground at its two ends does: on a plane, every sole point keeps its animated
+    height over the plane (here 8% of the leg lower than the line's level)."""
+    grade, h, wide = math.tan(math.radians(15.0)), 0.05 * LEG, 0.3 * LEG
+    ankle = np.array([[0.0, 0.0, 0.1 * LEG]])
+    heel = ankle + np.array([[0.0, -0.05 * LEG, h - 0.1 * LEG]])
+    tip = ankle + np.array([[0.0, 0.15 * LEG, h - 0.1 * LEG]])
+    hip = ankle + np.array([[0.0, 0.0, 0.85 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, 0.05 * LEG, 0.0]])
+    frame = np.eye(4)[None].copy()
+    frame[0, :3, 3] = ankle[0]
+    one = np.ones(1)
+    # The contacts up the slope from the foot, the path between them along it (+Y).
+    a, b = ankle + np.array([[wide, -0.4 * LEG, 0.0]]), ankle + np.array([[wide, 0.4 * LEG, 0.0]])
+    lock = _lock(1, from_point=a, from_weight=0.5 * one, to_point=b, to_weight=0.5 * one, swing=one, free=one,
+                 gap=50.0 * one)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, False, math.radians(30.0), LEG, True, lock)
+    plan = model.plan_foot(foot, model.Placement(np.eye(4)[None], 0.0), model.Rays(_slope(grade)), np.zeros(1),
+                           120.0)
+    for p in (heel, tip):
+        over = float(plan.target[0, 2] + p[0, 2] - ankle[0, 2] - grade * p[0, 0])
+        assert abs(over - h) < 0.002 * LEG, (over / LEG, h / LEG)
