@@ -31,6 +31,7 @@ from .tuning import (
     ARC_SAMPLES,
     ARC_WIDTH,
     BODY_RADIUS,
+    CLEAR_AHEAD,
     CLEAR_CAP,
     CUT_SPEED,
     EXT_SLACK,
@@ -1073,6 +1074,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         assert lk is not None
         gate = lk.swing * np.maximum(smoothstep(off_ground / (SWING_LIFT * leg)), lk.free)
         rests = per_row(rest, n)
+        # Between two contacts, CLEAR_AHEAD along the path from the one it left to the one it lands on (along
+        # the ground; none elsewhere): where the clearance field is read again (`needs`).
+        path = lk.to_point - lk.from_point
+        path = path - up * _dot(path, up)[:, None]
+        plen = norm(path, axis=1)
+        toward = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (plen > 0.0)
+        ahead = np.where(toward[:, None], path * (CLEAR_AHEAD * leg / np.where(toward, plen, 1.0))[:, None], 0.0)
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[DownHits]]:
@@ -1097,8 +1105,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         need = bh + np.maximum(0.0, heights.T) - mh
         extra: Any = 0.0
         if swing:
-            # A lifted foot keeps clear of the terrain around it, not only of the point under it.
-            field = rays.clearance(ms, ups, np.concatenate([rests] * count)).reshape(count, n)
+            # A lifted foot keeps clear of the terrain around it, not only of the point under it: of what
+            # still rises around it CLEAR_AHEAD further along its path, too (the lower of the field's two
+            # readings), so an edge behind it does not hold it up as it comes down onto the tread beyond
+            # (fair1_zombie over stairs: 6.4% of the leg over its tread as it landed, its heel 8% held up).
+            both = rays.clearance(np.concatenate((ms, ms + np.tile(ahead, (count, 1)))), np.concatenate((ups, ups)),
+                                  np.concatenate([rests] * (2 * count))).reshape(2, count, n)
+            field = np.minimum(both[0], both[1])
             extra = gate * clearance_extra(field - base_up[:n] - bh, rests)
         # A foot rolling over its held ball: its heel (the first sole point), up in the air behind the ball,
         # only keeps out of the terrain; kept at its animated height over a bump under it, it lifted the held

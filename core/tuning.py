@@ -114,6 +114,11 @@ CLEAR_SPACING = 0.02  # node spacing of its raster (x leg)
 CLEAR_SLOPE = 0.5  # how steeply it falls away from what stands up (height per horizontal distance, ratio)
 CLEAR_RADIUS = 0.4  # how far from a rise the foot starts to clear it (x leg)
 CLEAR_TILE = 64  # nodes along a tile's side (count): tiles are computed when a foot first comes near them
+# Between two contacts a foot keeps clear only of what still rises around it this far ahead along its path
+# (x leg; the field read there too, the lower taken): a step edge it has passed no longer holds it up as it
+# comes down onto the tread beyond (tuning half: 0.1, 0.2 and 0.3 each gain one run's pops; 0.2 lowers every
+# foot's hover the change moves but one, by up to 2.6% of the leg; 0.3 raises three feet's peaks by 15%).
+CLEAR_AHEAD = 0.2
 
 # --- contacts (`contacts`) ----------------------------------------------------------------------------------
 # Down: sole within LAND_HEIGHT of the floor (x leg) and slower than LAND_SPEED (x leg per second); up again

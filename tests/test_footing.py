@@ -639,3 +639,30 @@ def test_the_swing_line_across_a_slope_rises_and_falls_with_it_beside_its_path()
     for p in (heel, tip):
         over = float(plan.target[0, 2] + p[0, 2] - ankle[0, 2] - grade * p[0, 0])
         assert abs(over - h) < 0.002 * LEG, (over / LEG, h / LEG)
+
+
+def test_a_step_edge_a_foot_has_passed_going_down_does_not_hold_it_up_over_the_tread_beyond():
+    """Issue 20 (a, hover at landings): a lifted foot keeps clear of the terrain around it (the clearance
+    field: what rises within CLEAR_RADIUS, falling away at CLEAR_SLOPE). Between two contacts it keeps clear
+    only of what still rises around it CLEAR_AHEAD further along its path, too: coming down a flight of stairs,
+    the edge of the tread it left, behind its heel, no longer holds the foot up over the tread it lands on
+    (fair1_zombie over stairs: 6.4% of the leg over its tread as it landed). Here the heel is 0.05 m past the
+    edge, the swing's line faded out (its ball held to the frame before): held up by 12% of the leg before,
+    3.7% now (by the field 0.2 of the leg further down the stairs)."""
+    h = 0.05 * LEG
+    edge = 2 * TREAD  # tread 2 (2 RISER high) behind the foot, tread 1 under it: down the stairs (-Y)
+    ankle = np.array([[0.0, edge - 0.1, 0.1 * LEG + h]])
+    heel = ankle + np.array([[0.0, 0.05, -0.1 * LEG]])
+    tip = ankle + np.array([[0.0, -0.15, -0.1 * LEG]])
+    hip = ankle + np.array([[0.0, 0.0, 0.85 * LEG]])
+    knee = 0.5 * (hip + ankle) + np.array([[0.0, -0.05 * LEG, 0.0]])
+    frame = np.eye(4)[None].copy()
+    frame[0, :3, 3] = ankle[0]
+    one = np.ones(1)
+    a, b = ankle + np.array([[0.0, 0.4, 0.0]]), ankle + np.array([[0.0, -0.25, 0.0]])  # on tread 2, on tread 1
+    lock = _lock(1, from_point=a, from_weight=0.5 * one, to_point=b, to_weight=0.5 * one, swing=one, free=one,
+                 gap=50.0 * one, lead=49.0 * one)
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, False, math.radians(30.0), LEG, True, lock)
+    plan = model.plan_foot(foot, model.Placement(np.eye(4)[None], 0.0), model.Rays(_stairs()), np.zeros(1), 120.0)
+    held_up = float(plan.target[0, 2] + heel[0, 2] - ankle[0, 2] - RISER) - h  # the heel over tread 1, less h
+    assert -1e-6 < held_up < 0.05 * LEG, held_up / LEG
