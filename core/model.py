@@ -1080,7 +1080,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         path = path - up * _dot(path, up)[:, None]
         plen = norm(path, axis=1)
         toward = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (plen > 0.0)
-        ahead = np.where(toward[:, None], path * (CLEAR_AHEAD * leg / np.where(toward, plen, 1.0))[:, None], 0.0)
+        ahead = path * (CLEAR_AHEAD * leg / np.where(toward, plen, 1.0))[:, None]
 
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[DownHits]]:
@@ -1109,9 +1109,13 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             # still rises around it CLEAR_AHEAD further along its path, too (the lower of the field's two
             # readings), so an edge behind it does not hold it up as it comes down onto the tread beyond
             # (fair1_zombie over stairs: 6.4% of the leg over its tread as it landed, its heel 8% held up).
-            both = rays.clearance(np.concatenate((ms, ms + np.tile(ahead, (count, 1)))), np.concatenate((ups, ups)),
-                                  np.concatenate([rests] * (2 * count))).reshape(2, count, n)
-            field = np.minimum(both[0], both[1])
+            all_rests = np.concatenate([rests] * count)
+            field = np.array(rays.clearance(ms, ups, all_rests))
+            sel = np.tile(toward, count)  # read again only where there is a way ahead (elsewhere the same)
+            if sel.any():
+                field[sel] = np.minimum(field[sel], rays.clearance(ms[sel] + np.tile(ahead, (count, 1))[sel], ups[sel],
+                                                                   all_rests[sel]))
+            field = field.reshape(count, n)
             extra = gate * clearance_extra(field - base_up[:n] - bh, rests)
         # A foot rolling over its held ball: its heel (the first sole point), up in the air behind the ball,
         # only keeps out of the terrain; kept at its animated height over a bump under it, it lifted the held
