@@ -47,6 +47,11 @@ CONTACT_SPEED = 0.25  # leg/s: ...and the ball slower than this is a source cont
 MIN_CONTACT_FRAMES = 2
 CONTACT_GAP = 0.025  # s: a stance broken by no more than this is one contact
 SEAM_SPEED = 2.5  # leg/s: a ball this fast from one frame to the next has jumped (a seam), not rolled
+# s: a source contact shorter than this is brief (a tap, the toe brushing the floor just after toe-off or
+# before a landing: the ball or toe tip within CONTACT_HEIGHT of the floor and slow for a few frames). A report's
+# split, not a target's: hover is judged over every source contact, brief or not. (The value of Contact IK's
+# shortest contact, `tuning.MIN_CONTACT`, written here on its own: the measure takes nothing from the model.)
+BRIEF_CONTACT = 0.08
 CUT_SPEED = 20.0  # leg/s: every ball of the source this fast at once: a cut (the clip snapping back), no pop
 MESH_SOLE_BAND = 0.03  # x leg: a bound mesh's sole is its foot vertices this close to their lowest
 HUMAN_LEG_MM = 900.0  # a 0.9 m leg, to state skate in millimetres at human scale
@@ -356,6 +361,11 @@ class FootQuality:
     # capture itself holds up (a contact the independent detector finds with the ball or toe tip up to
     # CONTACT_HEIGHT over the floor).
     hover_over_source_rel: float = 0.0
+    # How long (seconds) the source contact holding the worst hover frame is (nan: no hover measured), and the
+    # hover over the source contacts at least BRIEF_CONTACT long alone (0: none). Figures for the report, not
+    # targets: they tell how much of the hover missed lies in brief source contacts.
+    hover_contact_s: float = math.nan
+    hover_lasting_rel: float = 0.0
 
     @property
     def penetration_rel(self) -> float:
@@ -467,15 +477,17 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         hover, src_hover, skate, src_skate = 0.0, 0.0, 0.0, 0.0
         state = held.get(name) if held is not None else None
         hover_frame, hover_held, skate_share = -1, "", math.nan
-        over_source = 0.0
+        over_source, hover_contact, lasting = 0.0, math.nan, 0.0
         for a, b in contacts:
             low = np.where(np.isnan(heights[a:b + 1]), np.inf, heights[a:b + 1]).min(axis=1)  # nan: no terrain
             low = np.where(np.isfinite(low), low, np.nan)
             # (the source's under its floor counts as on it: ours is never under the terrain)
             over_source = max(over_source, _nanmax(low - np.maximum(src_heights[a:b + 1], 0.0)))
             h = _nanmax(low)
+            if (b - a + 1) / fps >= BRIEF_CONTACT:
+                lasting = max(lasting, h)
             if h > hover:
-                hover, hover_frame = h, a + int(np.nanargmax(low))
+                hover, hover_frame, hover_contact = h, a + int(np.nanargmax(low)), (b - a + 1) / fps
                 hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None else ""
             src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
             drift = float(contact_drift(got.ball, a, b).max())
@@ -502,7 +514,8 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         out.append(FootQuality(name, leg, len(contacts), float(pen) / leg, pen_mesh, max(0.0, hover) / leg,
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
                                ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
-                               max(0.0, judged_hover) / leg, pop_frame, pop_where, max(0.0, over_source) / leg))
+                               max(0.0, judged_hover) / leg, pop_frame, pop_where, max(0.0, over_source) / leg,
+                               hover_contact, max(0.0, lasting) / leg))
     return out
 
 

@@ -309,3 +309,46 @@ def test_hover_over_the_sources_own_is_reported_beside_the_target():
     (line,) = quality.hover_over_source_lines([capture, lifted])
     assert "tuning half: hover 0 of 2 runs as judged, 1 of 2 over the source's own" in line
     assert "every target 0 as judged, 1 with hover read that way" in line
+
+
+def test_hover_in_brief_source_contacts_is_reported_beside_the_target():
+    """Where the worst hover lies: the length of the source contact holding it (`FootQuality.hover_contact_s`),
+    and the hover over the source contacts at least `measure.BRIEF_CONTACT` long alone (`hover_lasting_rel`);
+    the report counts the feet whose worst hover is in a brief source contact, and how many runs meet hover
+    read over the longer ones (`quality.hover_lasting_lines`). The target itself is unchanged."""
+    source = _walk_samples(n=90)
+    brief = 2  # frames: the toe brushing the floor mid-swing, slow for two frames (0.067 s at 30 fps)
+    assert brief / FPS < measure.BRIEF_CONTACT
+    for s in (source.heel, source.ball, source.tip):
+        s[60:60 + brief] = s[59]  # standing still ...
+    source.ball[60:60 + brief, 2] = source.tip[60:60 + brief, 2] = 0.0  # ... on the floor
+    assert measure.source_contacts(source, 0.0, LEG, FPS) == [(0, 29), (60, 60 + brief - 1)]
+    ours = measure.Samples(source.heel.copy(), source.ball.copy(), source.tip.copy(), None, source.knee, source.hip)
+    for s in (ours.heel, ours.ball, ours.tip):
+        s[60:60 + brief, 2] += 0.04  # ours 4% of the leg up in the brief contact, on the floor in the long one
+    (q,) = measure.compare({"L": source}, {"L": ours}, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.hover_max_rel == pytest.approx(0.04, abs=1e-9)
+    assert q.hover_contact_s == pytest.approx(brief / FPS)
+    assert q.hover_lasting_rel == pytest.approx(0.0, abs=1e-9)
+    for s in (ours.heel, ours.ball, ours.tip):
+        s[10:20, 2] += 0.02  # and 2% up in the long one
+    (q,) = measure.compare({"L": source}, {"L": ours}, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.hover_max_rel == pytest.approx(0.04, abs=1e-9) and q.hover_lasting_rel == pytest.approx(0.02, abs=1e-9)
+    assert q.hover_contact_s == pytest.approx(brief / FPS)
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import corpus  # noqa: PLC0415
+    import quality  # noqa: PLC0415
+
+    clip = next(c for c in corpus.TUNING if c.endswith(".bvh"))
+    foot = {"source_contacts": 2, "penetration_rel": 0.0, "hover_max_rel": 0.04, "source_hover_max_rel": 0.0,
+            "hover_contact_s": brief / FPS,
+            "hover_lasting_rel": 0.0, "skate_max_rel": 0.0, "knee_ratio": 1.0, "hip_ratio": 1.0, "identity_max_rel": 0.0}
+    tapping = {"clip": clip, "terrain": "stairs", "fps": FPS, "feet": [{"limb": "L", "independent": foot}]}
+    standing = {"clip": clip, "terrain": "stairs", "fps": FPS,
+                "feet": [{"limb": "L", "independent": dict(foot, hover_contact_s=1.0, hover_lasting_rel=0.04)}]}
+    assert not quality.verdict_independent(tapping)["hover"]
+    (line,) = quality.hover_lasting_lines([tapping, standing])
+    assert "tuning half: 1 of the 2 feet missing hover miss it worst in a source contact shorter than" in line
+    assert "hover 0 of 2 runs as judged, 1 of 2 over the longer source contacts alone" in line
+    assert "every target 0 as judged, 1 with hover read that way" in line
+    assert "in a source contact of 2 frames (0.067 s)" in quality.miss_kinds(tapping)

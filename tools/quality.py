@@ -322,6 +322,39 @@ def hover_over_source_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"ball or toe tip up to {height:.0%} of the leg over its floor)."]
 
 
+def hover_lasting_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: per declared half, on how many runs every foot meets the hover target when hover is read over the
+    source contacts at least `measure.BRIEF_CONTACT` long alone (`FootQuality.hover_lasting_rel`), and how many
+    runs would then meet every target. A figure beside the target, never in place of it: it says how much of the
+    hover missed lies in brief source contacts (a tap, the toe brushing the floor after toe-off)."""
+    def lasting_ok(r: dict[str, Any]) -> bool:
+        return all(foot_meets(dict(q, hover_max_rel=q.get("hover_lasting_rel", math.inf)), "hover")
+                   for q in (f["independent"] for f in r["feet"] if f.get("independent")))
+
+    brief = harness.module("core.measure").BRIEF_CONTACT
+    parts = []
+    for half in ("tuning", "check", "undeclared"):
+        rs = [r for r in rows if corpus.half(r["clip"]) == half]
+        if not rs:
+            continue
+        judged_rs = [(verdict_independent(r), lasting_ok(r)) for r in rs]
+        every = sum(ok and all(v2 for k, v2 in v.items() if k != "hover") for v, ok in judged_rs)
+        feet = [q for q in (f["independent"] for r in rs for f in r["feet"] if f.get("independent"))
+                if q["source_contacts"] > 0 and q["hover_max_rel"] > INDEPENDENT_TARGETS["hover"]]
+        short = sum(q.get("hover_contact_s", math.nan) < brief for q in feet)
+        parts.append(f"{half} half: {short} of the {len(feet)} feet missing hover miss it worst in a source contact "
+                     f"shorter than {brief:g} s; hover {sum(v['hover'] for v, _o in judged_rs)} of {len(rs)} runs as "
+                     f"judged, {sum(ok for _v, ok in judged_rs)} of {len(rs)} over the longer source contacts alone; "
+                     f"every target {sum(all(v.values()) for v, _o in judged_rs)} as judged, {every} with hover read "
+                     "that way")
+    if not parts:
+        return []
+    return [f"Hover in brief source contacts (a figure beside the target, not a target): a source contact shorter "
+            f"than {brief:g} s is the ball or toe tip within the detector's height of the floor and slow for a few "
+            "frames, such as a toe brushing the floor just after toe-off or before a landing, and shorter than any "
+            "contact Contact IK holds. " + "; ".join(parts) + "."]
+
+
 HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", "contact": "in a contact of the model",
              "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
 
@@ -359,9 +392,13 @@ def miss_kinds(row: dict[str, Any]) -> str:
             if q["hover_max_rel"] > t["hover"]:
                 where = HELD_TEXT.get(q.get("hover_held", ""), "")
                 over = q.get("hover_over_source_rel")
+                span = q.get("hover_contact_s", math.nan)
+                span_text = ""
+                if span is not None and math.isfinite(span) and row.get("fps"):
+                    span_text = f", in a source contact of {round(span * row['fps'])} frames ({span:.3f} s)"
                 why.append(f"hover {q['hover_max_rel']:.1%} (the source's worst {q['source_hover_max_rel']:.1%}"
                            + (f"; {over:.1%} over the source's own" if over is not None else "") + ")"
-                           + (f", {where}" if where else ""))
+                           + span_text + (f", {where}" if where else ""))
             if q["skate_max_rel"] > t["skate"]:
                 share = q.get("skate_held_share", math.nan)
                 held = f", {share:.0%} of that source contact held by the model" if math.isfinite(share) else ""
@@ -385,9 +422,11 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: the feet that miss hover and skate (independent), per declared half, by what the model held
     the foot on where the miss is worst (`miss_kinds`)."""
     t = INDEPENDENT_TARGETS
+    brief = harness.module("core.measure").BRIEF_CONTACT
     out = ["| half | feet missing hover | worst frame: model held nothing | in a ball hold | in a contact | "
+           f"in a source contact shorter than {brief:g} s | "
            "feet missing skate | worst contact: not held by the model | partly | wholly |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for half in ("tuning", "check"):
         feet = [f["independent"] for r in rows if corpus.half(r["clip"]) == half for f in r["feet"]
                 if f.get("independent") and f["independent"]["source_contacts"] > 0]
@@ -396,6 +435,7 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
         shares = [q.get("skate_held_share", math.nan) for q in skate]
         out.append(f"| {half} | {len(hover)} | " + " | ".join(str(sum(q.get('hover_held') == k for q in hover))
                                                              for k in ("outside", "ball", "contact"))
+                   + f" | {sum(q.get('hover_contact_s', math.nan) < brief for q in hover)}"
                    + f" | {len(skate)} | {sum(x == 0.0 for x in shares)} | {sum(0.0 < x < 1.0 for x in shares)} | "
                    f"{sum(x == 1.0 for x in shares)} |")
     return out
@@ -600,13 +640,14 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     out += _halves_table(rows, verdict, TARGETS)
     out += ["", "Independent measure:", ""]
     out += _halves_table(rows, verdict_independent, INDEPENDENT_TARGETS)
-    lines = contradiction_lines(rows) + hover_over_source_lines(rows)
+    lines = contradiction_lines(rows) + hover_over_source_lines(rows) + hover_lasting_lines(rows)
     for line in lines:
         out += ["", line]
     out += ["", "Where the independent hover and skate misses lie (feet, per half), against what the model held the "
             "foot on there: a hover miss where the model held nothing is a source contact it found no contact for "
-            "(too brief, or the ankle never came to rest); a skate miss over a contact the model held wholly is a "
-            "foot turning about the ankle it locked, its ball sweeping:", ""]
+            "(too brief, or the ankle never came to rest); the next column counts, of all the feet missing hover, "
+            "those whose worst frame lies in a brief source contact (`measure.BRIEF_CONTACT`); a skate miss over a "
+            "contact the model held wholly is a foot turning about the ankle it locked, its ball sweeping:", ""]
     out += kinds_table(rows)
     m = harness.module("core.measure")
     out += ["", "Where the pops lie (feet missing the knee and hip target, per half), by the frame of the larger of "
