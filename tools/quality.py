@@ -292,26 +292,32 @@ def contradiction_lines(rows: list[dict[str, Any]]) -> list[str]:
             "alone: no model changes it.)"]
 
 
+def _hover_read_as(rs: list[dict[str, Any]], figure: str) -> tuple[int, int, int, int]:
+    """For the runs `rs`: how many meet hover as judged, how many with every foot's hover read as its `figure`
+    instead (judged as `foot_meets` judges hover), and how many meet every target each way."""
+    def read_ok(r: dict[str, Any]) -> bool:
+        return all(foot_meets(dict(q, hover_max_rel=q.get(figure, math.inf)), "hover")
+                   for q in (f["independent"] for f in r["feet"] if f.get("independent")))
+
+    judged = [(verdict_independent(r), read_ok(r)) for r in rs]
+    return (sum(v["hover"] for v, _ok in judged), sum(ok for _v, ok in judged), sum(all(v.values()) for v, _ok in judged),
+            sum(ok and all(met for k, met in v.items() if k != "hover") for v, ok in judged))
+
+
 def hover_over_source_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: per declared half, on how many runs every foot meets the hover target when hover is read as
     the excess over the source's own (`FootQuality.hover_over_source_rel`, judged as `foot_meets` judges hover),
     and how many runs would then meet every target. A figure beside the target, never in place of it: it says
     how much of the hover missed is the capture's own (a contact the detector finds with the ball or toe tip up
     to CONTACT_HEIGHT over its floor)."""
-    def over_ok(r: dict[str, Any]) -> bool:
-        return all(foot_meets(dict(q, hover_max_rel=q.get("hover_over_source_rel", math.inf)), "hover")
-                   for q in (f["independent"] for f in r["feet"] if f.get("independent")))
-
     parts = []
     for half in ("tuning", "check", "undeclared"):
         rs = [r for r in rows if corpus.half(r["clip"]) == half]
         if not rs:
             continue
-        judged_rs = [(verdict_independent(r), over_ok(r)) for r in rs]
-        every = sum(over and all(ok for k, ok in v.items() if k != "hover") for v, over in judged_rs)
-        parts.append(f"{half} half: hover {sum(v['hover'] for v, _o in judged_rs)} of {len(rs)} runs as judged, "
-                     f"{sum(over for _v, over in judged_rs)} of {len(rs)} over the source's own; every target "
-                     f"{sum(all(v.values()) for v, _o in judged_rs)} as judged, {every} with hover read that way")
+        hover, over, every, every_over = _hover_read_as(rs, "hover_over_source_rel")
+        parts.append(f"{half} half: hover {hover} of {len(rs)} runs as judged, {over} of {len(rs)} over the source's "
+                     f"own; every target {every} as judged, {every_over} with hover read that way")
     if not parts:
         return []
     height = harness.module("core.measure").CONTACT_HEIGHT
@@ -327,26 +333,20 @@ def hover_lasting_lines(rows: list[dict[str, Any]]) -> list[str]:
     source contacts at least `measure.BRIEF_CONTACT` long alone (`FootQuality.hover_lasting_rel`), and how many
     runs would then meet every target. A figure beside the target, never in place of it: it says how much of the
     hover missed lies in brief source contacts (a tap, the toe brushing the floor after toe-off)."""
-    def lasting_ok(r: dict[str, Any]) -> bool:
-        return all(foot_meets(dict(q, hover_max_rel=q.get("hover_lasting_rel", math.inf)), "hover")
-                   for q in (f["independent"] for f in r["feet"] if f.get("independent")))
-
     brief = harness.module("core.measure").BRIEF_CONTACT
     parts = []
     for half in ("tuning", "check", "undeclared"):
         rs = [r for r in rows if corpus.half(r["clip"]) == half]
         if not rs:
             continue
-        judged_rs = [(verdict_independent(r), lasting_ok(r)) for r in rs]
-        every = sum(ok and all(v2 for k, v2 in v.items() if k != "hover") for v, ok in judged_rs)
+        hover, lasting, every, every_lasting = _hover_read_as(rs, "hover_lasting_rel")
         feet = [q for q in (f["independent"] for r in rs for f in r["feet"] if f.get("independent"))
                 if q["source_contacts"] > 0 and q["hover_max_rel"] > INDEPENDENT_TARGETS["hover"]]
         short = sum(q.get("hover_contact_s", math.nan) < brief for q in feet)
         parts.append(f"{half} half: {short} of the {len(feet)} feet missing hover miss it worst in a source contact "
-                     f"shorter than {brief:g} s; hover {sum(v['hover'] for v, _o in judged_rs)} of {len(rs)} runs as "
-                     f"judged, {sum(ok for _v, ok in judged_rs)} of {len(rs)} over the longer source contacts alone; "
-                     f"every target {sum(all(v.values()) for v, _o in judged_rs)} as judged, {every} with hover read "
-                     "that way")
+                     f"shorter than {brief:g} s; hover {hover} of {len(rs)} runs as judged, {lasting} of {len(rs)} "
+                     f"over the longer source contacts alone; every target {every} as judged, {every_lasting} with "
+                     "hover read that way")
     if not parts:
         return []
     return [f"Hover in brief source contacts (a figure beside the target, not a target): a source contact shorter "
