@@ -483,11 +483,11 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
             low = np.where(np.isfinite(low), low, np.nan)
             # (the source's under its floor counts as on it: ours is never under the terrain)
             over_source = max(over_source, _nanmax(low - np.maximum(src_heights[a:b + 1], 0.0)))
-            h = _nanmax(low)
-            if (b - a + 1) / fps >= BRIEF_CONTACT:
+            h, span = _nanmax(low), (b - a + 1) / fps
+            if span >= BRIEF_CONTACT:
                 lasting = max(lasting, h)
             if h > hover:
-                hover, hover_frame, hover_contact = h, a + int(np.nanargmax(low)), (b - a + 1) / fps
+                hover, hover_frame, hover_contact = h, a + int(np.nanargmax(low)), span
                 hover_held = HELD_KINDS[int(state[hover_frame])] if state is not None else ""
             src_hover = max(src_hover, float(src_heights[a:b + 1].max()))
             drift = float(contact_drift(got.ball, a, b).max())

@@ -304,6 +304,18 @@ def _hover_read_as(rs: list[dict[str, Any]], figure: str) -> tuple[int, int, int
             sum(ok and all(met for k, met in v.items() if k != "hover") for v, ok in judged))
 
 
+def hover_misses(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The independent figures of every foot of the runs `rs` that misses hover (a foot the source detector finds
+    no contact for is not measured there, and not counted)."""
+    return [q for q in (f["independent"] for r in rs for f in r["feet"] if f.get("independent"))
+            if q["source_contacts"] > 0 and q["hover_max_rel"] > INDEPENDENT_TARGETS["hover"]]
+
+
+def in_brief_contact(q: dict[str, Any]) -> bool:
+    """Whether a foot's worst hover lies in a source contact shorter than `measure.BRIEF_CONTACT`."""
+    return bool(q.get("hover_contact_s", math.nan) < harness.module("core.measure").BRIEF_CONTACT)
+
+
 def hover_over_source_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: per declared half, on how many runs every foot meets the hover target when hover is read as
     the excess over the source's own (`FootQuality.hover_over_source_rel`, judged as `foot_meets` judges hover),
@@ -340,9 +352,8 @@ def hover_lasting_lines(rows: list[dict[str, Any]]) -> list[str]:
         if not rs:
             continue
         hover, lasting, every, every_lasting = _hover_read_as(rs, "hover_lasting_rel")
-        feet = [q for q in (f["independent"] for r in rs for f in r["feet"] if f.get("independent"))
-                if q["source_contacts"] > 0 and q["hover_max_rel"] > INDEPENDENT_TARGETS["hover"]]
-        short = sum(q.get("hover_contact_s", math.nan) < brief for q in feet)
+        feet = hover_misses(rs)
+        short = sum(in_brief_contact(q) for q in feet)
         parts.append(f"{half} half: {short} of the {len(feet)} feet missing hover miss it worst in a source contact "
                      f"shorter than {brief:g} s; hover {hover} of {len(rs)} runs as judged, {lasting} of {len(rs)} "
                      f"over the longer source contacts alone; every target {every} as judged, {every_lasting} with "
@@ -428,14 +439,15 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
            "feet missing skate | worst contact: not held by the model | partly | wholly |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for half in ("tuning", "check"):
-        feet = [f["independent"] for r in rows if corpus.half(r["clip"]) == half for f in r["feet"]
+        rs = [r for r in rows if corpus.half(r["clip"]) == half]
+        feet = [f["independent"] for r in rs for f in r["feet"]
                 if f.get("independent") and f["independent"]["source_contacts"] > 0]
-        hover = [q for q in feet if q["hover_max_rel"] > t["hover"]]
+        hover = hover_misses(rs)
         skate = [q for q in feet if q["skate_max_rel"] > t["skate"]]
         shares = [q.get("skate_held_share", math.nan) for q in skate]
         out.append(f"| {half} | {len(hover)} | " + " | ".join(str(sum(q.get('hover_held') == k for q in hover))
                                                              for k in ("outside", "ball", "contact"))
-                   + f" | {sum(q.get('hover_contact_s', math.nan) < brief for q in hover)}"
+                   + f" | {sum(in_brief_contact(q) for q in hover)}"
                    + f" | {len(skate)} | {sum(x == 0.0 for x in shares)} | {sum(0.0 < x < 1.0 for x in shares)} | "
                    f"{sum(x == 1.0 for x in shares)} |")
     return out
