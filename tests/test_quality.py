@@ -130,7 +130,7 @@ def test_the_guard_can_fail():
 def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
     """`tools/diagnose.py` bakes a clip over a terrain as make quality does and prints, per foot, the same
     independent figures as make quality's row (knee and hip ratios to three places), the source's contacts
-    beside the model's, and each frame asked for."""
+    beside the model's, and each frame asked for, with the knee's bend beside the source's."""
     import os
     import re
     import subprocess
@@ -161,6 +161,11 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
             assert shows == (int(frame) in inside) and (shows or not tail.strip()), (frame, tail, spans)
             seen.add(shows)
     assert seen == {True, False}  # frames of both kinds were printed
+    # Beside the speeds, how far the knee is bent on the frame (degrees), ours and the source's.
+    assert out.count("knee angle (src)") == 2
+    bends = re.findall(r"^\s+\d+\s+(?:outside|contact|ball)\s+\d+ \(\s*\d+\)\s+\d+ \(\s*\d+\)\s+(\d+\.\d) \(\s*(\d+\.\d)\)",
+                       out, flags=re.M)
+    assert len(bends) == 8 and all(0.0 <= float(v) <= 180.0 for pair in bends for v in pair), bends
 
 
 def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002) -> dict:

@@ -47,6 +47,11 @@ def speeds(rotations: list[Any], fps: float) -> np.ndarray:
     return np.concatenate([[0.0], np.degrees(np.linalg.norm(w, axis=1))])
 
 
+def angles(rotations: list[Any]) -> np.ndarray:
+    """Per frame, each rotation's angle in degrees."""
+    return np.degrees([q.angle for q in rotations]) if rotations else np.zeros(0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("clip")
@@ -102,6 +107,9 @@ def main() -> None:
               + ", ".join(f"{frames[a]}-{frames[b]} {int((state[a:b + 1] > 0).sum())}/{b - a + 1}" for a, b in found))
         knee, sknee = speeds(o.knee, fps), speeds(s.knee, fps)
         hip, ship = speeds(o.hip, fps), speeds(s.hip, fps)
+        # How far the knee is bent (the shin's turn from the thigh, degrees), ours and the source's: a knee
+        # folded where the source's leg is straight shows why its speed is over the source's.
+        bend, sbend = angles(o.knee), angles(s.knee)
         # The ball's drift over the source contact each frame lies in (the skate figure), ours and the source's.
         drift, sdrift = np.full(len(frames), np.nan), np.full(len(frames), np.nan)
         for a, b in found:
@@ -128,14 +136,15 @@ def main() -> None:
         for title, a, b in windows:
             a, b = max(0, a), min(len(frames) - 1, b)
             print(f"  {title}:")
-            print("    frame   held     knee (src)     hip (src)   "
+            print("    frame   held     knee (src)     hip (src)   knee angle (src)   "
                   "heel/ball/tip over the terrain (source's over its floor), ball's drift in its source contact (source's), "
                   "% of leg")
             for k in range(a, b + 1):
                 pts = np.stack([o.heel[k], o.ball[k], o.tip[k]])
                 over = (pts[:, 2] - ground.heights(pts)) / leg * 100.0
                 src = (np.array([s.heel[k][2], s.ball[k][2], s.tip[k][2]]) - floor) / leg * 100.0
-                speed = f"{knee[k]:5.0f} ({sknee[k]:4.0f})  {hip[k]:5.0f} ({ship[k]:4.0f})"
+                speed = (f"{knee[k]:5.0f} ({sknee[k]:4.0f})  {hip[k]:5.0f} ({ship[k]:4.0f})  "
+                         f"{bend[k]:6.1f} ({sbend[k]:5.1f})")
                 kind = measure.HELD_KINDS[int(state[k])]
                 print(f"    {frames[k]:5d}  {kind:7s} {speed}   " + " ".join(f"{v:+6.2f}" for v in over)
                       + "  (" + " ".join(f"{v:+6.2f}" for v in src) + ")"
