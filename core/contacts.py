@@ -856,5 +856,6 @@ def _track(f: np.ndarray, fps: float, start: np.ndarray, end: np.ndarray, drop_i
         twist=twist,
         landing=np.where(landing, 1.0, 0.0),
         anchor=np.where(landing[:, None], lock[i_held], 0.0),
+        contactless=np.zeros(len(f)),
     )
 

@@ -414,6 +414,9 @@ class LockTrack:
     # 1 where the heel, not the ball, is held before Start (a heel strike, `ContactIKContact.land_heel`): at
     # `point` as the ball otherwise (`ball` is 0 there).
     heel: np.ndarray
+    # 1 on every frame of a foot with no contacts at all (none found, or locking off: `none`), 0 on a foot with
+    # contacts, however far from them: it follows the terrain right under it, smoothed (`plan_foot`).
+    contactless: np.ndarray
 
     @classmethod
     def none(cls, count: int) -> LockTrack:
@@ -421,7 +424,7 @@ class LockTrack:
         z, z3 = np.zeros(count), np.zeros((count, 3))
         return cls(z, z3, z3.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
                    z.copy(), np.ones(count), z.copy(), z.copy(), z.copy(), z.copy(), z3.copy(), z.copy(), z.copy(),
-                   z.copy(), z.copy(), z3.copy(), z.copy())
+                   z.copy(), z.copy(), z3.copy(), z.copy(), np.ones(count))
 
     def rows(self, sl: slice) -> LockTrack:
         return LockTrack(**{k: v[sl] for k, v in vars(self).items()})
@@ -550,6 +553,8 @@ class FootPlan:
     # For `swing_smoothing`: how far the target is lifted over the ground it follows (`correction`), how far
     # it would be for the sole points to stand their animated heights over the terrain right under them
     # (`floor`, -inf where no ray hit) and to touch it (`touch`), and whether the foot is held (`pinned`).
+    # A foot with no contacts around: its correction and touch include the terrain right under its ankle, and
+    # its floor is -inf (smoothed wherever it is free, `plan_foot`).
     correction: np.ndarray
     floor: np.ndarray
     touch: np.ndarray
@@ -1179,6 +1184,20 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     support = held * ground_support + (1.0 - held) * window - lowered
     pinned = ~planned | ~np.isfinite(best) | ~anchored
     pinned |= np.where(foot.use_lock, lk.down > 0.0, True) if lk is not None else True
+    contactless = lk.contactless > 0.0 if lk is not None else np.ones(n, dtype=bool)
+    if contactless.any():
+        # A foot with no contacts (none found, or locking off: `LockTrack.contactless`) has no ground of its own
+        # between them: it follows the terrain right under it, which steps by a riser at every edge it passes.
+        # The steps go into what the swing's smoothing evens out (the correction with the ground under the ankle
+        # added, never below the touch), all of it, not only where something lifts the foot (`floor`
+        # unbounded): a foot crossing a step edge in the air rises over the frames around the edge, not by the
+        # riser in one frame (cmu_09_01, a run the contacts' detector finds no stance in, over stairs: the knee
+        # 3.5-3.9x the source's peak speed -> 0.9-1.3x, its single-frame snaps gone).
+        steps = np.where(planned, ground, 0.0)
+        best = np.where(contactless, best + steps, best)
+        floor = np.where(contactless, -np.inf, floor)
+        touch = np.where(contactless, touch + steps, touch)
+        pinned = np.where(contactless, ~planned | ~np.isfinite(best), pinned)
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
 
 

@@ -666,3 +666,66 @@ def test_a_step_edge_a_foot_has_passed_going_down_does_not_hold_it_up_over_the_t
     plan = model.plan_foot(foot, model.Placement(np.eye(4)[None], 0.0), model.Rays(_stairs()), np.zeros(1), 120.0)
     held_up = float(plan.target[0, 2] + heel[0, 2] - ankle[0, 2] - RISER) - h  # the heel over tread 1, less h
     assert -1e-6 < held_up < 0.05 * LEG, held_up / LEG
+
+
+def test_a_foot_with_no_contacts_crosses_a_step_edge_in_the_air_over_several_frames():
+    """Issue 20 (e, pops): a foot with no contacts at all (a run whose stances are too brief for the detector)
+    follows the terrain right under it, and that steps by a riser at every edge. Planned and smoothed as the
+    bake does (`model.plan_foot`, then `model.swing_change` over all the frames), a foot crossing four of the
+    staircase's edges a third of the leg up in the air rises over the frames around each edge, never by more
+    than a fifth of a riser from one frame to the next (it rose by the whole riser in one frame: the knee of
+    cmu_09_01 over stairs snapped at 2000-2700 deg/s, 3.5-3.9x the source's peak), is never under the terrain,
+    and mid-tread stands its animated height over the tread."""
+    rotations = harness.module("solvers.rotations")
+    fps, n = 120.0, 240
+    y = 0.1 * LEG + 1.2 * LEG * np.arange(n) / fps  # 1.2 leg per second along +Y: edges at 0.5, 1, 1.5, 2 leg
+    ankle = np.stack((np.zeros(n), y, np.full(n, 0.33 * LEG)), 1)
+    heel = ankle + np.array([0.0, -0.06 * LEG, -0.03 * LEG])
+    tip = ankle + np.array([0.0, 0.16 * LEG, -0.06 * LEG])
+    hip = ankle + np.array([0.0, -0.1 * LEG, 0.6 * LEG])
+    knee = 0.5 * (hip + ankle) + np.array([0.0, 0.1 * LEG, 0.0])
+    frame = np.tile(np.eye(4), (n, 1, 1))
+    frame[:, :3, 3] = ankle
+    foot = model.Foot([hip, knee, ankle], frame, [heel, tip], 0.0, True, math.radians(30.0), LEG, True,
+                      model.LockTrack.none(n), ball=tip)
+    at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
+    plan = model.plan_foot(foot, at, model.Rays(_stairs()), np.zeros(n), fps)
+    assert plan.planned.all()
+    lift = plan.target[:, 2] - ankle[:, 2] + model.swing_change(plan.correction, plan.floor, plan.touch, plan.pinned,
+                                                                 fps, plan.leg)
+    assert lift[-1] - lift[0] > 3.5 * RISER  # it climbed the four treads it crossed
+    assert np.abs(np.diff(lift)).max() <= 0.2 * RISER, np.abs(np.diff(lift)).max() / RISER
+    for sole in (heel, tip):  # the sole points, turned as planned, over the terrain under them
+        at_sole = ankle + lift[:, None] * np.array([0.0, 0.0, 1.0]) + rotations.qrot(plan.rotation, sole - ankle)
+        under = np.array([_tread_height(v) for v in at_sole[:, 1]])
+        assert (at_sole[:, 2] >= under - 1e-6).all(), (at_sole[:, 2] - under).min()
+    # Mid-tread: heel and toe tip over one tread, each more than three of the smoothing's widths (at this speed)
+    # from an edge.
+    edges = TREAD * np.arange(1, 6)
+    margin = 3.0 * tuning.SWING_SMOOTH * 1.2 * LEG
+    clear = np.array([min(np.abs(edges - heel[k, 1]).min(), np.abs(edges - tip[k, 1]).min()) > margin
+                      and _tread_height(heel[k, 1]) == _tread_height(tip[k, 1]) for k in range(n)])
+    assert clear.sum() >= 12
+    tread = np.array([_tread_height(v) for v in y])
+    assert np.abs(lift - tread)[clear].max() < 0.005 * LEG, np.abs(lift - tread)[clear].max() / LEG
+    # Planned beside a foot with contacts, as a rig's two feet are (`model.plan_feet`: their rows one after
+    # another), it gets what it gets alone; and so does a chunk of its frames.
+    f = np.arange(float(n))
+    start, end, z2, z3 = np.array([0.0, 200.0]), np.array([10.0, 210.0]), np.zeros(2), np.zeros((2, 3))
+    lock = np.array([[0.3, 0.1 * LEG, 0.0], [0.3, 2.5 * LEG, 4 * RISER]])
+    track = contacts._track(f, fps, start, end, z2, z2, lock, lock, lock, np.array([0.0, float(n)]), z3, z2, z3,
+                            np.full(2, np.inf), end, z3, lock)
+    other = dataclasses.replace(foot, joints=[j + np.array([0.3, 0.0, 0.0]) for j in foot.joints],
+                                soles=[p + np.array([0.3, 0.0, 0.0]) for p in foot.soles], lock=track)
+    assert not track.contactless.any() and foot.lock.contactless.all()
+    both = model.plan_feet([other, foot], [at, at], model.Rays(_stairs()), [np.zeros(n), np.zeros(n)], fps)[1]
+    for name in ("target", "correction", "floor", "touch", "pinned"):
+        assert np.allclose(getattr(both, name), getattr(plan, name), atol=1e-9), name
+    part = slice(100, 140)
+    chunk = model.plan_foot(dataclasses.replace(foot, joints=[j[part] for j in foot.joints], end_frame=frame[part],
+                                                soles=[p[part] for p in foot.soles], lock=foot.lock.rows(part),
+                                                ball=tip[part]),
+                            model.Placement(np.tile(np.eye(4), (40, 1, 1)), 0.0), model.Rays(_stairs()),
+                            np.zeros(40), fps)
+    for name in ("target", "correction", "floor", "touch", "pinned"):
+        assert np.allclose(getattr(chunk, name), getattr(plan, name)[part], atol=1e-9), name
