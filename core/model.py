@@ -553,7 +553,7 @@ class FootPlan:
     # For `swing_smoothing`: how far the target is lifted over the ground it follows (`correction`), how far
     # it would be for the sole points to stand their animated heights over the terrain right under them
     # (`floor`, -inf where no ray hit) and to touch it (`touch`), and whether the foot is held (`pinned`).
-    # A foot with no contacts around: its correction and touch include the terrain right under its ankle, and
+    # A foot with no contacts at all: its correction and touch include the terrain right under its ankle, and
     # its floor is -inf (smoothed wherever it is free, `plan_foot`).
     correction: np.ndarray
     floor: np.ndarray
