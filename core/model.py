@@ -553,8 +553,8 @@ class FootPlan:
     # For `swing_smoothing`: how far the target is lifted over the ground it follows (`correction`), how far
     # it would be for the sole points to stand their animated heights over the terrain right under them
     # (`floor`, -inf where no ray hit) and to touch it (`touch`), and whether the foot is held (`pinned`).
-    # A foot with no contacts at all: its correction and touch include the terrain right under its ankle, and
-    # its floor is -inf (smoothed wherever it is free, `plan_foot`).
+    # A foot with no contacts at all: its correction, floor and touch include the terrain right under its ankle,
+    # and its floor is -inf beside a jump of its correction (smoothed there wherever it is free, `plan_foot`).
     correction: np.ndarray
     floor: np.ndarray
     touch: np.ndarray
@@ -1189,13 +1189,15 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         # A foot with no contacts (none found, or locking off: `LockTrack.contactless`) has no ground of its own
         # between them: it follows the terrain right under it, which steps by a riser at every edge it passes.
         # The steps go into what the swing's smoothing evens out (the correction with the ground under the ankle
-        # added, never below the touch), all of it, not only where something lifts the foot (`floor`
-        # unbounded): a foot crossing a step edge in the air rises over the frames around the edge, not by the
-        # riser in one frame (cmu_09_01, a run the contacts' detector finds no stance in, over stairs: the knee
-        # 3.5-3.9x the source's peak speed -> 0.9-1.3x, its single-frame snaps gone).
+        # added, never below the touch), around every jump of it (GROUND_JUMP) whether or not something lifts
+        # the foot there (`floor` unbounded), as elsewhere only where something does: a foot crossing a step edge
+        # in the air rises over the frames around the edge, not by the riser in one frame (cmu_09_01, a run the
+        # contacts' detector finds no stance in, over stairs: the knee 3.5-3.9x the source's peak speed ->
+        # 0.9-1.3x, its single-frame snaps gone), and one that follows smooth ground keeps its swing as it is.
         steps = np.where(planned, ground, 0.0)
         best = np.where(contactless, best + steps, best)
-        floor = np.where(contactless, -np.inf, floor)
+        jumps = beside_jump(best, GROUND_JUMP * leg, foot.feet)
+        floor = np.where(contactless, np.where(jumps, -np.inf, floor + steps), floor)
         touch = np.where(contactless, touch + steps, touch)
         pinned = np.where(contactless, ~planned | ~np.isfinite(best), pinned)
     return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
