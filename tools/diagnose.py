@@ -48,8 +48,12 @@ def speeds(rotations: list[Any], fps: float) -> np.ndarray:
 
 
 def angles(rotations: list[Any]) -> np.ndarray:
-    """Per frame, each rotation's angle in degrees."""
-    return np.degrees([q.angle for q in rotations]) if rotations else np.zeros(0)
+    """Per frame, each rotation's angle in degrees, 0-180: a quaternion and its negation (the same
+    rotation; a pose's sign may flip from one frame to the next) read alike."""
+    if not rotations:
+        return np.zeros(0)
+    a = np.degrees([q.angle for q in rotations])
+    return np.minimum(a, 360.0 - a)
 
 
 def main() -> None:
