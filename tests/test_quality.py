@@ -168,6 +168,20 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
     assert len(bends) == 8 and all(0.0 <= float(v) <= 180.0 for pair in bends for v in pair), bends
 
 
+def test_diagnose_reads_a_knee_bend_alike_whatever_the_sign_of_its_quaternion():
+    """`tools/diagnose.py`'s knee bend column (`diagnose.angles`): a quaternion and its negation are the same
+    rotation, and a pose's sign may flip from one frame to the next; both read as the bend, 0-180 degrees (the
+    negated one read 331.7 for a bend of 28.3: reactidle_003's left knee seemed to flip on frames 17-18)."""
+    import math
+
+    import diagnose
+    from mathutils import Quaternion
+
+    q = Quaternion((1.0, 0.0, 0.0), math.radians(28.3))
+    got = diagnose.angles([q, -q, Quaternion((0.0, 0.0, 1.0), math.radians(179.0))])
+    assert abs(got[0] - 28.3) < 1e-4 and abs(got[1] - 28.3) < 1e-4 and abs(got[2] - 179.0) < 1e-4, got
+
+
 def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002) -> dict:
     foot = {"penetration_rel": 0.0, "hover_max_rel": hover, "skate_max_rel": 0.003, "knee_ratio": knee,
             "hip_ratio": 1.0, "identity_max_rel": identity, "source_contacts": 3, "pop_frame": 40,
