@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Optional
 
 import harness
 import pytest
@@ -182,14 +183,18 @@ def test_diagnose_reads_a_knee_bend_alike_whatever_the_sign_of_its_quaternion():
     assert abs(got[0] - 28.3) < 1e-4 and abs(got[1] - 28.3) < 1e-4 and abs(got[2] - 179.0) < 1e-4, got
 
 
-def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002) -> dict:
+def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0, identity: float = 0.002,
+               own: Optional[float] = None) -> dict:
+    """A run of make quality with one foot: `knee` its knee peak over the source's by the independent measure,
+    `own` by the model's own (`core.metrics`; the same unless given)."""
     foot = {"penetration_rel": 0.0, "hover_max_rel": hover, "skate_max_rel": 0.003, "knee_ratio": knee,
             "hip_ratio": 1.0, "identity_max_rel": identity, "source_contacts": 3, "pop_frame": 40,
             "pop_where": "landing"}
-    ours = {"penetration_max_rel": 0.0, "hover_max_rel": 0.0, "skate_max_rel": 0.0, "knee_ratio": knee,
+    own = knee if own is None else own
+    ours = {"penetration_max_rel": 0.0, "hover_max_rel": 0.0, "skate_max_rel": 0.0, "knee_ratio": own,
             "hip_ratio": 1.0, "bone_length_error": 0.0}
     return {"clip": clip, "terrain": terrain, "feet": [{"limb": "Left Leg", "independent": foot, "ours": ours,
-                                                         "knee_ratio": knee, "hip_ratio": 1.0}]}
+                                                         "knee_ratio": own, "hip_ratio": 1.0}]}
 
 
 def test_compare_counts_each_half_and_names_every_run_that_moved():
@@ -213,6 +218,15 @@ def test_compare_counts_each_half_and_names_every_run_that_moved():
     assert "tuning knee: 1.0000 -> 1.1500" in text
     same = "\n".join(compare.compare(before, before))
     assert "Runs that start or stop meeting a target (0):" in same and "**" not in same
+    # Every figure is the independent measure's, as the targets are: a peak that rose by the model's own measure
+    # alone is not listed, one that rose by the independent measure alone is, with its figures.
+    own = "\n".join(compare.compare([_synthetic(tune, "noise")], [_synthetic(tune, "noise", own=1.5)]))
+    assert "rose by more than 5% (0):" in own and "1.50x" not in own and "| pops | 1 -> 1 |" in own
+    assert own.count("**") == 1 and "| every target, model's own | 1 -> 0 ** |" in own  # the own measure's row
+    ind = "\n".join(compare.compare([_synthetic(tune, "noise")], [_synthetic(tune, "noise", knee=1.3, own=1.0)]))
+    assert f"tuning {tune} noise: pops now missed (1.00x -> 1.30x)" in ind
+    assert f"tuning {tune} noise Left Leg: knee 1.00x -> 1.30x, peak at frame 40 (landing)" in ind
+    assert "tuning knee: 1.0000 -> 1.3000" in ind
 
 
 def test_the_tuning_half_is_measured_alone_without_overwriting_the_whole_report():

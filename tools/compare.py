@@ -1,7 +1,9 @@
 """Compare two runs of `tools/quality.py` (their --json files) as the corpus split asks: per declared half
 (`tools/corpus.py`), how many runs meet each target before and after, every run that starts or stops meeting
 one (with its figure), every foot whose knee or hip peak over the source's rose by more than 5% (with where the
-peak lies), and the median of those ratios. Runs in only one of the two files are counted and left out.
+peak lies), and the median of those ratios. Every figure is the independent measure's (`core/measure.py`), as
+the targets are; the model's own counts only in "every target, model's own". Runs in only one of the two files
+are counted and left out.
 
     .venv/bin/python tools/quality.py --half tuning --json out/after.json
     .venv/bin/python tools/compare.py out/before.json out/after.json
@@ -35,7 +37,7 @@ def figure(row: dict[str, Any], target: str) -> float:
     if not feet:
         return float("nan")
     if target == "pops":
-        return max(max(f["knee_ratio"], f["hip_ratio"]) for f in feet)
+        return max(max(f["independent"]["knee_ratio"], f["independent"]["hip_ratio"]) for f in feet)
     return max(f["independent"][FIGURES[target]] for f in feet)
 
 
@@ -75,15 +77,17 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[s
             c[0] += ok_a
             c[1] += ok_b
         for fa, fb in zip(a[key]["feet"], b[key]["feet"]):
+            qa, qb = fa.get("independent"), fb.get("independent")
+            if not qa or not qb:
+                continue
             for ratio in ("knee_ratio", "hip_ratio"):
                 pair = ratios.setdefault((half, ratio), ([], []))
-                pair[0].append(fa[ratio])
-                pair[1].append(fb[ratio])
-                if fb[ratio] > ROSE * fa[ratio]:
-                    q = fb.get("independent") or {}
+                pair[0].append(qa[ratio])
+                pair[1].append(qb[ratio])
+                if qb[ratio] > ROSE * qa[ratio]:
                     rose.append(f"  {half} {key[0]} {key[1]} {fb['limb']}: {ratio.split('_')[0]} "
-                                f"{fa[ratio]:.2f}x -> {fb[ratio]:.2f}x, peak at frame {q.get('pop_frame', '?')} "
-                                f"({q.get('pop_where', '?')})")
+                                f"{qa[ratio]:.2f}x -> {qb[ratio]:.2f}x, peak at frame {qb.get('pop_frame', '?')} "
+                                f"({qb.get('pop_where', '?')})")
     lines.append("")
     lines.append("| target | " + " | ".join(f"{h} half ({runs.get(h, 0)} runs)" for h in HALVES) + " |")
     lines.append("|---|" + "---|" * len(HALVES))
