@@ -319,7 +319,13 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
     spread = np.full(int(pos[-1]) + 1 + 2 * r, -np.inf)
     spread[pos + r] = lifted
-    near = smoothstep(np.minimum(_window_max(spread, r)[pos + r], 1e300) / (SWING_LIFTED * leg))
+    # The lift over SWING_LIFTED x leg, divided only below 1 (a leg collapsed to a point in the pose has no length
+    # to divide by; what is beyond is 1 anyway).
+    over = np.minimum(_window_max(spread, r)[pos + r], 1e300)
+    scale = np.broadcast_to(SWING_LIFTED * np.asarray(leg, dtype=np.float64), over.shape)
+    ratio = np.ones_like(over)
+    np.divide(over, scale, out=ratio, where=over < scale)
+    near = smoothstep(ratio)
     return np.where(fixed | keep, height, values + near * (smooth - values))
 
 

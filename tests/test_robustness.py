@@ -218,7 +218,10 @@ def test_zero_length_chain_bone_is_refused(capfd):
     assert _snapshot(obj) == before
 
 
+@pytest.mark.filterwarnings("error:overflow encountered:RuntimeWarning")
 def test_a_zero_pose_scale_gives_a_finite_pose(capfd):
+    """A leg collapsed to a point in the pose (or nearly): Plant Feet and Bake finish and every value is
+    finite, with no overflow on the way (the swing's smoothing divided by the zero leg's length)."""
     obj, terrain, leg = _walker("noise")
     obj.pose.bones["shin.L"].scale = (0.0, 0.0, 0.0)  # a leg collapsed to a point in the pose
     obj.pose.bones["thigh.R"].scale = (1e-6, 1e-6, 1e-6)
