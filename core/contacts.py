@@ -60,6 +60,11 @@ if TYPE_CHECKING:
     import bpy
 
 
+def gap_frames(fps: float) -> int:
+    """MIN_GAP in frames at `fps`, at least one: gaps shorter than this between contacts are closed."""
+    return max(1, int(round(MIN_GAP * fps)))
+
+
 def fps_of(scene: bpy.types.Scene) -> float:
     return scene.render.fps / (scene.render.fps_base or 1.0)
 
@@ -110,7 +115,7 @@ def _contact_runs(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
             i = j + 1
         else:
             i += 1
-    gap = max(1, int(round(MIN_GAP * fps)))
+    gap = gap_frames(fps)
     merged: list[list[int]] = []
     for r in runs:
         if merged and r[0] - merged[-1][1] - 1 < gap:
@@ -203,7 +208,7 @@ def ball_runs(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> t
     near = (front - low <= ROLL_STAY_HEIGHT * leg) & (speed <= ROLL_STAY_SPEED * leg)
     for i in range(1, n):
         kept[i] = kept[i] or (near[i] and kept[i - 1])
-    gap = max(1, int(round(MIN_GAP * fps)))
+    gap = gap_frames(fps)
     for runs in (down, kept):
         idx = np.flatnonzero(runs)
         for a, b in zip(idx[:-1], idx[1:]):
@@ -360,7 +365,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # by a part of a percent of the leg, the foot was let go and landed again: cmu_08_07 over stairs, the
         # knee 1.55x the source's peak speed.
         starts = {a: k for k, (a, _b) in enumerate(found)}
-        gap = max(1, int(round(MIN_GAP * fps)))
+        gap = gap_frames(fps)
         alone = []
         for a, b in on_ball:
             into = next((b + 1 + j for j in range(gap) if b + 1 + j in starts), None)

@@ -128,8 +128,9 @@ LAND_SPEED, LIFT_SPEED = 0.4, 0.8
 MIN_CONTACT = 0.08  # seconds: shorter contacts are dropped, and a level the feet hold for less is not the floor
 # seconds: a stance on the ball alone (`contacts.ball_stances`: the ankle never at rest) shorter than this is
 # dropped. Tuning half, against MIN_CONTACT for it before: 0.07 s, skate +4 runs, hover -1; 0.065 s, skate +8,
-# hover +2, pops +1, every target +3 (with a stance ending within MIN_GAP of a contact made its start); 0.05 s,
-# skate +5 (cmu_12_02 lost three).
+# hover +2, pops +1, every target +3 (with a stance ending within MIN_GAP of a contact made its start: without
+# it the same counts, and one landing split in two, a knee pop); 0.05 s, skate +5 (cmu_12_02 lost three). The
+# 0.07 and 0.05 s trials ran without that joining.
 MIN_BALL_STANCE = 0.065
 DEEP_DIP = 0.05  # x leg: Plant Feet warns of frames whose feet go this far under the floor (not tuned: a message)
 MIN_GAP = 0.05  # seconds: shorter gaps between contacts are closed
