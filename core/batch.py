@@ -296,7 +296,7 @@ class BatchRig(RigReader):
         if lb.soles:  # every sole point at once (N, points, 3)
             at = xform(world[:, [s[b] for b, _p in lb.soles]], np.array([p for _b, p in lb.soles]))
             soles = [at[:, k] for k in range(len(lb.soles))]
-        ball = world[:, s[lb.toe], :3, 3] if lb.toe >= 0 else (soles[-1] if soles else None)
+        ball = world[:, s[lb.toe], :3, 3] if lb.toe >= 0 else (soles[lb.ball] if soles else None)
         return Foot(joints, end_frame, soles, lb.ray_length, lb.align, lb.max_align, lb.rest_length, lb.use_lock,
                     self.locks(lb, start, self.frames), ball=ball)
 

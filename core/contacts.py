@@ -152,10 +152,10 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 d["heel"][k] = pts[0]
                 d["toe"][k] = pts[-1]
                 d["sole"][k] = low
-                # The ball (the toe bone's head; the toe tip without a toe bone, as `batch` holds it): held while
-                # the foot rolls over it; the front of the foot (the lower of the ball and the toe tip) tells
-                # when it is down.
-                d["ball"][k] = mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[-1]
+                # The ball (the toe bone's head; without a toe bone the sole's `ball`, the toe tip or a hanging
+                # tail, as `batch` holds it): held while the foot rolls over it; the front of the foot (the
+                # lower of the ball and the toe tip) tells when it is down.
+                d["ball"][k] = mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[soles[i].ball]
                 d["front_z"][k] = min(d["ball"][k][2], pts[-1].z)
     fps = fps_of(scene)
     for d in out.values():

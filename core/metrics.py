@@ -140,7 +140,7 @@ class Meter:
             finite = [h for h in heights if not math.isnan(h)]
             tr.heights.append(min(finite) if finite else math.nan)
             tr.ankle.append(mw @ foot.head)
-            tr.ball.append(mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[-1])
+            tr.ball.append(mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[self.soles[lb.name].ball])
 
     def result(self) -> list[LimbMetrics]:
         out = []

@@ -57,6 +57,7 @@ class LimbSpec:
     limits: list[Optional[JointLimits]]  # per chain bone (Bone Properties > Inverse Kinematics)
     end_limits: Optional[JointLimits]
     pole_object: Any = None
+    ball: int = -1  # which of `soles` a foot without a toe bone is held by on its front (`anatomy.Sole.ball`)
     target_object: Any = None
     target_bone: str = ""
     static_target: bool = False  # not animated, parented or constrained: read once
@@ -205,11 +206,12 @@ class RigReader:
             pole_object = lb.pole_object if lb.pole_mode == "OBJECT" else None
             if end >= 0 and meshes is None:
                 meshes = bound_meshes(obj)
+            sole = sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "", lb.foot_offset, meshes) if end >= 0 else None
             spec = LimbSpec(
                 index=i, name=lb.name, kind=lb.kind, chain=tuple(find(b) for b in names), end=end, toe=toe,
                 pole_bone=find(lb.pole_bone) if lb.pole_mode == "BONE" else -1,
-                soles=[(find(b), np.array(tuple(p))) for b, p in sole_of(obj, lb.end_bone, lb.toe_bone if toe >= 0 else "",
-                                                                      lb.foot_offset, meshes).points] if end >= 0 else [],
+                soles=[(find(b), np.array(tuple(p))) for b, p in sole.points] if sole is not None else [],
+                ball=sole.ball if sole is not None else -1,
                 tail_length=obj.data.bones[names[-1]].length,
                 ray_length=lb.ray_length, align=lb.align_to_normal, max_align=lb.max_align_angle,
                 use_target_rotation=lb.use_target_rotation, auto_pole=lb.pole_mode == "AUTO",

@@ -17,6 +17,7 @@ from mathutils import Euler, Matrix, Quaternion, Vector
 from test_plant_feet import _plant, _sole_points, _walker
 
 setup = harness.module("core.setup")
+contacts = harness.module("core.contacts")
 props = harness.module("properties")
 handlers = harness.module("core.handlers")
 live = harness.module("core.live")
@@ -567,7 +568,9 @@ def test_the_sole_from_a_skinned_mesh_is_measured_once_while_the_rig_moves(scene
 def test_a_toeless_foot_bone_hanging_under_the_ankle_marks_the_sole_height(scene):
     """Biovision skeletons without toes (cmu_10_01 in ../shared/mocap) end the foot at a point right under
     the ankle: the tail gives no toe tip (no reach along the ground) but it is where the foot meets the
-    ground, so the sole is at its height, not at the ankle's (the feet went 8% of the leg under the terrain)."""
+    ground, so the sole is at its height, not at the ankle's (the feet went 8% of the leg under the terrain),
+    and it is the point such a foot is held by as it turns or rolls (held by a tip estimated level with the
+    ankle, the tail swept 2.5-3% of the leg as the foot pitched)."""
     anatomy = harness.module("core.anatomy")
     arm = bpy.data.armatures.new("Biovision")
     obj = bpy.data.objects.new("Biovision", arm)
@@ -588,11 +591,39 @@ def test_a_toeless_foot_bone_hanging_under_the_ankle_marks_the_sole_height(scene
     assert sole.offset == pytest.approx(0.08, abs=1e-6)  # from the ankle down to the tail
     lowest = min((obj.pose.bones[b].matrix @ p).z for b, p in sole.points)
     assert lowest == pytest.approx(0.02, abs=1e-6)
-    # A tail hanging lower than an ankle stands is not taken for the ground (a bone of arbitrary length).
+    # That tail is what the foot is held by on its front (its "ball"): as the foot pitches in a stance, the
+    # point held is the one on the ground, not the estimated toe tip level with the ankle (held there, the
+    # tail swept 2.5-3% of the leg: cmu_10_01's skate).
+    # What the contacts hold as the ball (`contacts.sample_feet`) follows that tail as the foot pitches.
+    limb = props.settings(obj).limbs.add()
+    limb.name, limb.kind, limb.end_bone = "Leg", "FOOT", "foot"
+    for name in ("thigh", "shin"):
+        limb.bones.add().bone = name
+    setup.measure_limb(obj, limb)
+    foot = obj.pose.bones["foot"]
+    foot.rotation_mode = "XYZ"
+    scene = bpy.context.scene
+    for f, deg in ((1, 0.0), (10, 25.0)):
+        foot.rotation_euler = (math.radians(deg), 0.0, 0.0)
+        foot.keyframe_insert("rotation_euler", frame=f)
+    tails = []
+    for f in range(1, 11):
+        scene.frame_set(f)
+        tails.append(np.array(obj.matrix_world @ foot.tail))
+    ball = contacts.sample_feet(obj, scene, 1, 10)[0]["ball"]
+    assert np.linalg.norm(ball - np.array(tails), axis=1).max() < 1e-6
+    assert np.linalg.norm(tails[-1][:2] - tails[0][:2]) > 0.02  # the tail did sweep along the ground
+    obj.animation_data_clear()
+    foot.rotation_euler = (0.0, 0.0, 0.0)
+    props.settings(obj).limbs.clear()
+    # A tail hanging lower than an ankle stands is not taken for the ground (a bone of arbitrary length), nor
+    # held: the toe tip is.
     bpy.ops.object.mode_set(mode="EDIT")
     arm.edit_bones["foot"].tail = (0, 0, -0.5)
     bpy.ops.object.mode_set(mode="OBJECT")
-    assert anatomy.sole_of(obj, "foot", "").offset == pytest.approx(0.0, abs=1e-9)
+    long = anatomy.sole_of(obj, "foot", "")
+    assert long.offset == pytest.approx(0.0, abs=1e-9)
+    assert long.ball in (-1, len(long.points) - 1)
 
 
 def test_the_floor_is_the_level_the_feet_hold_not_a_glitch_frame():
