@@ -198,6 +198,16 @@ def _from_joints(obj: bpy.types.Object, foot: str, toe: str, foot_offset: float 
     return Sole(tuple(points), source, offset, 1 if hangs else -1)
 
 
+def ball_world(obj: bpy.types.Object, toe: str, sole: Sole, points: list[Vector], mw: Matrix | None = None) -> Vector:
+    """The foot's ball as the pose has it now, world space: the toe bone `toe`'s head, or without one the
+    sole's `ball` of its `points` (`sole_world`). What the contacts and the model's own figures hold, as
+    `batch` does (`LimbSpec.ball`)."""
+    pbs = obj.pose.bones
+    if toe in pbs:
+        return (obj.matrix_world if mw is None else mw) @ pbs[toe].head
+    return points[sole.ball]
+
+
 def sole_world(obj: bpy.types.Object, sole: Sole, mw: Matrix | None = None) -> list[Vector]:
     """The sole's points in world space, as the pose has them now."""
     mw = obj.matrix_world if mw is None else mw

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from . import state
-from .anatomy import sole_of, sole_world
+from .anatomy import ball_world, sole_of, sole_world
 from .checks import limb_is_usable
 from .model import LockTrack, cuts, held_turn_angle, smoothstep
 from .rig import settings, world_scale
@@ -155,7 +155,7 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 # The ball (the toe bone's head; without a toe bone the sole's `ball`, the toe tip or a hanging
                 # tail, as `batch` holds it): held while the foot rolls over it; the front of the foot (the
                 # lower of the ball and the toe tip) tells when it is down.
-                d["ball"][k] = mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[soles[i].ball]
+                d["ball"][k] = ball_world(obj, lb.toe_bone, soles[i], pts, mw)
                 d["front_z"][k] = min(d["ball"][k][2], pts[-1].z)
     fps = fps_of(scene)
     for d in out.values():

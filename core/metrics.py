@@ -22,7 +22,7 @@ import numpy as np
 from mathutils import Vector
 
 from . import anim, bake, state
-from .anatomy import sole_of, sole_world
+from .anatomy import ball_world, sole_of, sole_world
 from .checks import limb_is_usable
 from .contacts import fps_of
 from .ground import Hit
@@ -140,7 +140,7 @@ class Meter:
             finite = [h for h in heights if not math.isnan(h)]
             tr.heights.append(min(finite) if finite else math.nan)
             tr.ankle.append(mw @ foot.head)
-            tr.ball.append(mw @ pbs[lb.toe_bone].head if lb.toe_bone in pbs else pts[self.soles[lb.name].ball])
+            tr.ball.append(ball_world(obj, lb.toe_bone, self.soles[lb.name], pts, mw))
 
     def result(self) -> list[LimbMetrics]:
         out = []
