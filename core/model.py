@@ -50,6 +50,8 @@ from .tuning import (
     PELVIS_SPEED,
     PELVIS_TREND,
     PELVIS_TREND_FREE,
+    PITCH_RUN,
+    PITCH_RUN_NONE,
     PLANE_EPS,
     REACH_MARGIN,
     ROLL_SPEED,
@@ -678,11 +680,13 @@ def swing_rays(rows: np.ndarray, a: np.ndarray, b: np.ndarray, ga: np.ndarray, g
 
 
 def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need: np.ndarray,
-              up: np.ndarray, weight: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
+              up: np.ndarray, weight: Any = 1.0, shin: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
     """A foot in the air whose toe would have to lift the ankle more than its heel does (the toe reaching
     the ground first, or a step under it) turns toe-up about the ankle instead, by at most MAX_PITCH: the
     turn (heel and toe relative to the ankle) that brings the toe's need to rise down to the heel's, times
-    `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none."""
+    `weight`. (turns (N, 4), which rows have one); a need of -inf (a ray that missed) has none. The turn is
+    about a level axis across the foot's run along the ground; for a foot pointing nearly straight down
+    (PITCH_RUN), across the foot and `shin` (from the ankle toward the knee, (N, 3)), the ankle's hinge."""
     both = np.isfinite(heel_need) & np.isfinite(toe_need)
     gap = np.where(both, toe_need, 0.0) - np.where(both, heel_need, 0.0)
     if not (gap > 0.0).any():  # no toe needs more than its heel (a frame at a time: most frames)
@@ -701,6 +705,16 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     has = both & (gap > 0.0) & (length > 0.0) & (reach > 0.0)
     angle = weight * np.arcsin(np.minimum(math.sin(MAX_PITCH), np.where(has, gap, 0.0) / np.where(reach > 0.0, reach, 1.0)))
     axis = cross(d, up)
+    if shin is not None:
+        # A foot pointing nearly straight down: its run along the ground is short and turns with every wobble
+        # of the capture (pymo_av8 over flat ground, a toe dragged under the floor in mid-swing: the axis swung
+        # 120 degrees in one frame and back three frames on, the knee 2.4x the source's peak speed).
+        full = norm(toe - heel, axis=1)
+        run = length / np.where(full > 0.0, full, 1.0)
+        w = smoothstep((run - PITCH_RUN_NONE) / (PITCH_RUN - PITCH_RUN_NONE))
+        hinge = flat(cross(toe - heel, shin))
+        hinge = hinge / np.maximum(norm(hinge, axis=1), 1e-12)[:, None]
+        axis = w[:, None] * axis + (1.0 - w)[:, None] * hinge
     alen = norm(axis, axis=1)
     axis = axis / np.where(alen > 0.0, alen, 1.0)[:, None]
     q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
@@ -930,8 +944,10 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
     n = len(window)
     up, base = at.up, at.base
     yaw = held_turn(foot)
+    shin = foot.joints[-2] - foot.joints[-1]  # the ankle's hinge for a toe-up turn (`toe_pitch`)
     if yaw is not None:
         foot = turned_foot(foot, yaw)
+        shin = qrot(yaw, shin)
     joints = foot.joints
     hip, ankle = joints[0], joints[-1]
     leg = np.maximum(sum(norm(b - a, axis=1) for a, b in zip(joints, joints[1:])), 1e-12)
@@ -1147,7 +1163,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         loose = (((lk.weight == 0.0) | (lk.landing > 0.0)) & (lk.pitch > 0.0) if lk is not None
                  else np.ones(n, dtype=bool))
         pitch, has = toe_pitch(turned[0], turned[-1],
-                               found[:, 0], found[:, -1], up, lk.pitch if lk is not None else 1.0)
+                               found[:, 0], found[:, -1], up, lk.pitch if lk is not None else 1.0, shin)
         sel = loose & has
         if sel.any():
             turn = np.where(sel[:, None], qmul(pitch, tilt), tilt)

@@ -14,6 +14,13 @@ ALIGN_FADE = 0.15
 # A foot in the air whose toe would lift the ankle more than its heel does turns toe-up about the ankle
 # instead, by at most this angle (radians): the ankle keeps its path, the leg does not jerk with the pitch.
 MAX_PITCH = math.radians(30.0)
+# The axis of that turn is level, across the foot's run along the ground (heel to toe). A foot pointing nearly
+# straight down has almost none, and its direction swings round from one frame to the next as the toe passes
+# under the heel: there the axis is the ankle's own hinge (across the foot and the shin), levelled. Fully
+# from the run where the run is at least PITCH_RUN x the foot's length, fully from the hinge at PITCH_RUN_NONE
+# and below, blended between (ratios).
+PITCH_RUN = 0.2
+PITCH_RUN_NONE = 0.05
 # A swinging foot follows the swing's line once its sole is this high in the animation (x leg).
 SWING_LIFT = 0.01
 # Terrain more than this above the ground under a lifted foot (x leg) counts less and less in its

@@ -312,6 +312,29 @@ def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     assert abs(steep.angle - tuning.MAX_PITCH) < 1e-6  # mathutils works in float32
 
 
+
+def test_a_foot_pointing_straight_down_turns_toe_up_about_its_ankle_hinge():
+    """`model.toe_pitch` for a foot pointing nearly straight down (a toe dragged under the floor in mid-swing):
+    its run along the ground is a wobble of the capture, here just ahead of the heel on one frame and just
+    behind on the next. Turned about the level across that run, the toe swung forward on one frame and back on
+    the next (pymo_av8 over flat ground: the knee 2.4x the source's peak speed). About the ankle's hinge
+    (across the foot and the shin) it turns the same way on both, toward the shin, and still rises."""
+    up = np.tile([0.0, 0.0, 1.0], (2, 1))
+    heel = np.array([[0.0, 0.0, -0.03], [0.0, 0.0, -0.03]])
+    toe = np.array([[0.0, 0.008, -0.25], [0.0, -0.008, -0.25]])  # run 0.036 of the foot's length
+    shin = np.tile([0.0, 0.1, 0.9], (2, 1))  # the knee up and a little forward
+    heel_need, toe_need = np.zeros(2), np.full(2, 0.05)
+    q, has = model.toe_pitch(heel, toe, heel_need, toe_need, up, 1.0, shin)
+    assert has.all()
+    turned = [Quaternion(q[k]) @ Vector(toe[k]) for k in range(2)]
+    assert all(t.z > toe[k][2] + 0.01 for k, t in enumerate(turned))  # the toe rises on both frames
+    assert all(t.y > 0.05 for t in turned)  # toward the shin on both
+    assert (turned[0] - turned[1]).length < 0.03
+    # Without the hinge the two frames turn opposite ways: the toe 0.2 apart from one frame to the next.
+    q, has = model.toe_pitch(heel, toe, heel_need, toe_need, up, 1.0)
+    apart = (Quaternion(q[0]) @ Vector(toe[0])) - (Quaternion(q[1]) @ Vector(toe[1]))
+    assert apart.length > 0.2
+
 def _toe_off_plan(frame: float, ball_y: float, up: float = 0.0, terrain=None):
     """`model.plan_foot` for one frame of a toe-off beside a riser: the foot's lock track from `contacts._track`
     for a contact whose ankle is held over frames 0-10 and its ball from 6 to Ball Up at 30 (on the lower
