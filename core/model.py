@@ -717,6 +717,8 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
         axis = w[:, None] * axis + (1.0 - w)[:, None] * hinge
     alen = norm(axis, axis=1)
     axis = axis / np.where(alen > 0.0, alen, 1.0)[:, None]
+    # No axis (the foot straight along its shin, or the two axes cancelling): no turn, not a scaled quaternion.
+    angle = np.where(alen > 1e-9, angle, 0.0)
     q = np.concatenate((np.cos(0.5 * angle)[:, None], axis * np.sin(0.5 * angle)[:, None]), 1)
     return q, has
 

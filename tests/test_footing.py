@@ -334,6 +334,9 @@ def test_a_foot_pointing_straight_down_turns_toe_up_about_its_ankle_hinge():
     q, has = model.toe_pitch(heel, toe, heel_need, toe_need, up, 1.0)
     apart = (Quaternion(q[0]) @ Vector(toe[0])) - (Quaternion(q[1]) @ Vector(toe[1]))
     assert apart.length > 0.2
+    # A foot straight along its shin has no hinge: no turn, and the turn is still a rotation (unit).
+    q, has = model.toe_pitch(heel[:1], toe[:1], heel_need[:1], toe_need[:1], up[:1], 1.0, heel[:1] - toe[:1])
+    assert abs(np.linalg.norm(q[0]) - 1.0) < 1e-12 and abs(q[0][0] - 1.0) < 1e-12
 
 def _toe_off_plan(frame: float, ball_y: float, up: float = 0.0, terrain=None):
     """`model.plan_foot` for one frame of a toe-off beside a riser: the foot's lock track from `contacts._track`
