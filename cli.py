@@ -3,7 +3,7 @@
 
     contact_ik bake INPUT [INPUT ...] [--terrain NAME|FILE] [--output OUT.blend] [--export OUT.bvh|OUT.fbx|OUT.glb]
                     [--report REPORT.json] [--frame-start N] [--frame-end N] [--armature NAME]
-                    [--up-axis Z] [--forward-axis Y] [--scale S] [--overwrite] [--jobs N] [--output-dir DIR]
+                    [--up-axis Z] [--forward-axis Y] [--scale S] [--no-cuts] [--overwrite] [--jobs N] [--output-dir DIR]
                     [--scheduler tcp://HOST:PORT [--worker-command CMD]]
     contact_ik detect INPUT [--armature NAME] [--up-axis Z] [--forward-axis Y]
 
@@ -433,7 +433,7 @@ def outputs_for(path: str, args: argparse.Namespace) -> tuple[pathlib.Path, list
 def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     """Load, plant, bake, measure, save and export one clip (with `write` False: only measure); the
     report as a dict."""
-    from .core import bake, measure, metrics, setup
+    from .core import bake, contacts, measure, metrics, setup
     from .core.anatomy import sole_of
     from .core.ground import terrain_objects
 
@@ -445,6 +445,8 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     limbs_found = ensure_limbs(obj)
     skipped = skip_glitch_frames(obj, args)
     terrain_desc = set_terrain(obj, args.terrain)
+    if getattr(args, "no_cuts", False):
+        _addon().settings(obj).detect_cuts = False
     scene = bpy.context.scene
     if bake.is_baked(obj.animation_data.action if obj.animation_data else None):
         src = bake.use_source(obj)
@@ -505,6 +507,8 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         "soles": {lb.name: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset).source
                   for lb in _addon().settings(obj).limbs if lb.kind == "FOOT" and lb.end_bone in obj.data.bones},
         "setup_notes": prepared.warnings,
+        # The frames planned on either side as cuts (`contacts.cuts_found`): [frame, longest ankle jump in legs].
+        "cuts": [[f, j] for f, j in contacts.cuts_found(obj)],
         "warnings": warnings,
         "timings": {"load_s": t_load - t0, "bake_s": t_bake - t_load, "measure_s": t_measure - t_bake,
                     "save_s": t_end - t_measure, "total_s": t_end - t0,

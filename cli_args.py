@@ -53,6 +53,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--forward-axis", default=None, choices=AXES,
                    help="forward axis of a motion file (default: -Z for Y up, Y for Z up)")
     b.add_argument("--scale", type=float, default=1.0, help="scale applied when importing a motion file")
+    b.add_argument("--no-cuts", action="store_true",
+                   help="treat no frame as a cut: a jump of every foot faster than 20 leg lengths per second (a loop's "
+                   "seam, an NLA repeat) is followed as a move, not planned on either side as a fresh start (the "
+                   "armature's Detect Cuts setting off); the report lists the frames treated as cuts otherwise")
     b.add_argument("--overwrite", action="store_true", help="allow writing over existing files, the input included")
     b.add_argument("--jobs", type=int, default=0, help="worker processes for a batch (default: one per core)")
     b.add_argument("--scheduler", help="run the batch on a Dask cluster: the scheduler's address, tcp://HOST:PORT "
@@ -67,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("inputs", nargs="+", help=".blend, .bvh, .fbx, .glb or .gltf files")
     for action in b._actions:
         if action.dest in ("terrain", "armature", "report", "frame_start", "frame_end", "up_axis", "forward_axis",
-                           "scale"):
+                           "scale", "no_cuts"):
             e._add_action(action)
     e.set_defaults(output=None, output_dir=None, export=[], overwrite=False, jobs=1, scheduler=None,
                    worker_command=None)
@@ -158,4 +162,6 @@ def job_args(job: Job, args: argparse.Namespace, report: str, output: Optional[p
             out += [flag, str(value)]
     if args.overwrite:
         out.append("--overwrite")
+    if getattr(args, "no_cuts", False):
+        out.append("--no-cuts")
     return out

@@ -338,6 +338,15 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     auto_floor: BoolProperty(  # type: ignore[valid-type]
         name="Detect Floor", description="Detect the animation's floor from the feet when Plant Feet runs", default=True
     )
+    detect_cuts: BoolProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
+        name="Detect Cuts",
+        description="Treat a frame every foot jumps to faster than 20 leg lengths per second as a cut (a loop's "
+        "seam or an NLA repeat snapping the body back): no foot is held and the body is not smoothed across it. "
+        "Turn off when such a jump is a move or a glitch of the capture that should be followed, then click Detect "
+        "Contacts",
+        default=True,
+    )
     pelvis_bone: StringProperty(  # type: ignore[valid-type]
         update=_settings_changed,
         name="Pelvis", description="The bone moved up and down so the body follows the terrain (the hips or root)"

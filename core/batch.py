@@ -187,7 +187,8 @@ class BatchRig(RigReader):
         # A cut in the animation (an NLA repeat or a loop snapping the body back): limits and smoothing hold
         # on either side of it, not across.
         cut = None
-        if all(st.root is not None for st in staged) and staged and any(lb.kind == "FOOT" for lb in self.limbs):
+        if (self.detect_cuts and all(st.root is not None for st in staged) and staged
+                and any(lb.kind == "FOOT" for lb in self.limbs)):
             rest = max(lb.rest_length for lb in self.limbs if lb.kind == "FOOT") * np.concatenate(
                 [st.at.scale for st in staged])
             cut = model.cuts(np.concatenate([st.root for st in staged]), rest, self.fps)

@@ -310,6 +310,39 @@ def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
     return (strike, True) if strike < a and (struck is None or struck[strike]) else (a, False)
 
 
+def cut_rows(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]], fps: float) -> Optional[np.ndarray]:
+    """The rows of `samples` (`sample_feet`) the animation jumps to (`model.cuts`): every foot's ankle faster
+    than CUT_SPEED x its leg per second. None with the rig's Detect Cuts off (`ContactIKSettings.detect_cuts`),
+    or without feet."""
+    s = settings(obj)
+    if not s.detect_cuts:
+        return None
+    scale = world_scale(obj)
+    cut = None
+    for i, d in samples.items():
+        jumped = cuts(d["ankle"], (s.limbs[i].length or 1.0) * scale, fps)
+        cut = jumped if cut is None else cut & jumped
+    return cut
+
+
+def cuts_found(obj: bpy.types.Object) -> list[tuple[int, float]]:
+    """The frames the feet's contacts are planned on either side of (`ContactIKContact.cut`; none with Detect
+    Cuts off), in order, each with the longest jump of an ankle there in its leg's lengths."""
+    s = settings(obj)
+    if not s.detect_cuts:
+        return []
+    scale = world_scale(obj)
+    found: dict[int, float] = {}
+    for lb in s.limbs:
+        if lb.kind != "FOOT" or not lb.enabled:
+            continue
+        leg = (lb.length or 1.0) * scale
+        for c in lb.contacts:
+            if c.cut:
+                found[c.cut] = max(found.get(c.cut, 0.0), float(np.linalg.norm(c.jump)) / leg)
+    return sorted(found.items())
+
+
 def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Optional[int] = None,
                     end: Optional[int] = None, samples: Optional[dict[int, dict[str, np.ndarray]]] = None) -> int:
     """Replace every foot's contacts with those found in the animation (`samples`: `sample_feet` over
@@ -321,12 +354,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
     fps = fps_of(scene)
     total = 0
     scale = world_scale(obj)
-    # Cuts (`model.cuts`): frames every foot's ankle jumps to, faster than CUT_SPEED x its leg per second.
-    cut = None
-    for i, d in samples.items():
-        leg = (s.limbs[i].length or 1.0) * scale
-        jumped = cuts(d["ankle"], leg, fps)
-        cut = jumped if cut is None else cut & jumped
+    cut = cut_rows(obj, samples, fps)
     for i, d in samples.items():
         limb = s.limbs[i]
         leg = (limb.length or 1.0) * scale  # world units, as the samples
@@ -340,7 +368,8 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         # foot drop into it in one frame (cmu_03_02 over stairs: knee 1.82x the source's on that frame).
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
-        down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut)  # a ball or heel is not held across a cut
+        # A ball or heel is not held across a cut.
+        down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut if cut is not None else np.zeros(len(d["ankle"]), bool))
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -404,7 +433,8 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
     d = sample_feet(obj, scene, start, stop)[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cuts(d["ankle"], leg, fps))
+    cut = cuts(d["ankle"], leg, fps) if settings(obj).detect_cuts else np.zeros(len(d["ankle"]), dtype=bool)
+    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut)
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's
@@ -654,7 +684,9 @@ def locks_over(limb: bpy.types.PropertyGroup, first: float, count: int, fps: flo
         np.asarray(placed, dtype=np.float64) if placed is not None else contact_values(cs, "lock", 3),
         contact_values(cs, "enter", 3), contact_values(cs, "leave", 3),
         np.array(limb.contact_range, dtype=np.float64), np.array(limb.range_ankles, dtype=np.float64).reshape(2, 3),
-        contact_values(cs, "cut"), contact_values(cs, "jump", 3)]
+        # With Detect Cuts off, every cut the contacts hold is left out: the swings run straight across.
+        contact_values(cs, "cut") if settings(limb.id_data).detect_cuts else np.zeros(len(cs)),
+        contact_values(cs, "jump", 3)]
     rolls = contact_values(cs, "rolls") > 0.5
     roll = (contact_values(cs, "pivot"), contact_values(cs, "roll"), contact_values(cs, "ball", 3),
             contact_values(cs, "ball_leave", 3))

@@ -192,6 +192,7 @@ class RigReader:
         self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
+        self.detect_cuts = s.detect_cuts
         paths = anim_paths(obj)
         moves = object_moves(obj, paths)
         self.limbs: list[LimbSpec] = []

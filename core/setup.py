@@ -21,7 +21,7 @@ from .errors import UserError
 from .ground import terrain_objects
 from .model import held_floor
 from .rig import chain_length, heel_local, settings, world_scale  # noqa: F401  (heel_local: the tests' own heel)
-from .tuning import DEEP_DIP, MIN_CONTACT
+from .tuning import CUT_SPEED, DEEP_DIP, MIN_CONTACT
 
 if TYPE_CHECKING:
     import bpy
@@ -171,6 +171,23 @@ def deep_dip_warning(deep: Sequence[tuple[int, float]]) -> str:
             "they are planted like the rest: start the scene's frame range after them if they are not part of the shot")
 
 
+def cut_warning(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[str]:
+    """What Plant Feet, Detect Contacts, Bake and the command line say of the frames the rig's contacts treat
+    as cuts (`contacts.cuts_found`): where, how far every foot jumps, and how to have the jump followed
+    instead. None for none. A capture's glitch looks like a loop's seam to the detector: the user decides."""
+    found = contacts.cuts_found(obj)
+    if not found:
+        return None
+    fps = fps_of(scene)
+    shown = ", ".join(f"{f} ({j:.0%} of the leg in one frame, {j * fps:.0f} legs per second)" for f, j in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return (f"{obj.name!r}: {'frame' if len(found) == 1 else 'frames'} {shown}{more}: every foot jumps faster than "
+            f"{CUT_SPEED:g} leg lengths per second, so it is treated as a cut (a loop's seam or an NLA repeat "
+            "snapping the body back): no foot is held and the body is not smoothed across it. If the jump is a "
+            "move or a glitch of the capture, turn off Detect Cuts in the Contact IK panel and click Detect "
+            "Contacts (on the command line: --no-cuts)")
+
+
 def no_limbs_message(obj: bpy.types.Object) -> str:
     return (f"No legs or arms found in {obj.name!r} by bone names or hierarchy (no limbs detected): add limbs by "
             "hand in the Contact IK panel (for the command line: save the .blend with them, then bake that)")
@@ -291,4 +308,7 @@ def prepare(obj: bpy.types.Object, scene: bpy.types.Scene, terrain: Optional[bpy
                        deep=deep)
     if deep:
         warnings.append(deep_dip_warning(deep))
+    cut = cut_warning(obj, scene)
+    if cut:
+        warnings.append(cut)
     return Prepared(ground, limbs, warnings)

@@ -255,7 +255,7 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
         scene = context.scene
         start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start, self.frame_end)
         job = bake.BakeJob(objs, start, end, scene)
-        for warning in job.warnings:
+        for warning in job.warnings + [w for w in (setup.cut_warning(o, scene) for o in objs) if w]:
             self.report({"WARNING"}, warning)
         return job
 
@@ -395,6 +395,9 @@ class CONTACT_IK_OT_detect_contacts(bpy.types.Operator):
             self.report({"ERROR"}, error)
             return {"CANCELLED"}
         count = contacts.detect_contacts(obj, context.scene)
+        cut = setup.cut_warning(obj, context.scene)
+        if cut:
+            self.report({"WARNING"}, cut)
         live.invalidate_frames()
         if obj.name in live.live_rigs and live.precompute(obj, context.scene) is None:
             live.refresh(context.scene)

@@ -63,6 +63,7 @@ class CONTACT_IK_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(s, "auto_floor")
         row.prop(s, "floor_height", text="Floor")
+        layout.prop(s, "detect_cuts")
 
 
 class CONTACT_IK_PT_limbs(bpy.types.Panel):

@@ -355,3 +355,26 @@ def test_a_rig_whose_legs_are_not_found_is_a_warning_not_a_success(tmp_path, cap
     assert not any(q["kind"] == "FOOT" for q in clip["quality"]), clip["quality"]
     assert code == 3, err
     assert "no legs were planted" in err and "Left Arm" in err and clip["warnings"]
+
+
+def test_the_report_lists_the_frames_treated_as_cuts_and_no_cuts_treats_none(tmp_path, capfd):
+    """A walk looped by an NLA strip: the command line says which frame it plans as a cut (the seam), in
+    the report and on stderr, with the flag that turns that off; with --no-cuts nothing is treated as one."""
+    from test_contacts import looped_walker
+
+    _obj, _terrain, _leg, seam = looped_walker()
+    src = tmp_path / "loop.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(src))
+    cuts = {}
+    for flags in ([], ["--no-cuts"]):
+        report = tmp_path / f"r{len(flags)}.json"
+        code = cli.execute(["bake", str(src), "--terrain", "Flat", "--output", str(tmp_path / f"o{len(flags)}.blend"),
+                            "--report", str(report), *flags])
+        _out, err = capfd.readouterr()
+        clip = json.loads(report.read_text())["clips"][0]
+        assert code in (0, 3), err[-2000:]
+        cuts[bool(flags)] = clip["cuts"]
+        said = [n for n in clip["setup_notes"] if "treated as a cut" in n]
+        assert bool(said) != bool(flags) and all(n in err for n in said)
+    assert [f for f, _j in cuts[False]] == [seam] and cuts[False][0][1] == pytest.approx(1.4, abs=0.1)
+    assert cuts[True] == []

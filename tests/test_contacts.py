@@ -927,3 +927,93 @@ def test_the_hover_of_the_first_and_last_contacts_is_carried_however_far_before_
     assert (track.rise[inside] == 0.0).all()
     swing = (f > 40) & (f < 60)  # blended from the first's lift-off to the second's landing
     assert np.allclose(track.rise[swing], -(0.025 + (0.03 - 0.025) * (f[swing] - 40.0) / 20.0))
+
+
+def looped_walker(terrain_kind: str = "flat"):
+    """The metarig's walk played twice by an NLA strip (repeat 2): at the seam the whole body snaps back the
+    1.4 legs it walked, every foot faster than CUT_SPEED legs per second. The rig, its terrain, its leg and the
+    seam: the frame the body jumps to."""
+    obj, terrain, leg = _walker(terrain_kind)
+    scene = bpy.context.scene
+    ad = obj.animation_data
+    strip = ad.nla_tracks.new().strips.new("walk", 1, ad.action)
+    if hasattr(strip, "action_slot"):
+        strip.action_slot = ad.action_slot
+    strip.repeat = 2.0
+    ad.action = None
+    scene.frame_end = int(strip.frame_end)
+    spine = []
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        spine.append(np.array(obj.matrix_world @ obj.pose.bones["spine"].head))
+    steps = np.linalg.norm(np.diff(spine, axis=0), axis=1)
+    assert steps.max() * scene.render.fps > 20.0 * leg and np.sort(steps)[-2] < 0.2 * leg  # one jump, no other
+    return obj, terrain, leg, scene.frame_start + 1 + int(np.argmax(steps))
+
+
+def test_plant_feet_says_which_frames_it_treats_as_cuts_and_detect_cuts_off_follows_them():
+    """A jump of every foot faster than CUT_SPEED legs per second is planned as a cut (a loop's seam: no foot
+    is held and the body is not smoothed across it). A capture's glitch looks the same to the detector (salsa,
+    cmu_60_10, frame 318: the body drops 14% of the leg in one frame), and nothing said so. Plant Feet now says
+    where, how far, and how to have the jump followed; with Detect Cuts off no contact is planned across a cut
+    (at once, before contacts are detected again) and nothing is said; detected again, no contact holds one."""
+    obj, terrain, leg, seam = looped_walker()
+    scene = bpy.context.scene
+    s = props.settings(obj)
+    prepared = setup.prepare(obj, scene, terrain)
+    found = contacts.cuts_found(obj)
+    assert [f for f, _j in found] == [seam]
+    assert found[0][1] == pytest.approx(1.4, abs=0.1)  # the walk's 1.4 legs, less a frame's step, in legs
+    (said,) = [w for w in prepared.warnings if "cut" in w]
+    assert f"frame {seam} (" in said and "Detect Cuts" in said and "--no-cuts" in said, said
+    assert setup.cut_warning(obj, scene) == said
+    feet = [lb for lb in s.limbs if lb.kind == "FOOT" and any(c.cut for c in lb.contacts)]
+    assert feet  # a contact after the seam is planned from its side of it
+    fps = scene.render.fps
+    count = scene.frame_end - scene.frame_start + 1
+
+    def tracks():
+        return [contacts.locks_over(lb, float(scene.frame_start), count, fps) for lb in feet]
+
+    planned = tracks()
+    s.detect_cuts = False  # read at once: the contacts still hold their cuts, the swings ignore them
+    assert all(c.cut for lb in feet for c in lb.contacts if c.cut) and contacts.cuts_found(obj) == []
+    assert setup.cut_warning(obj, scene) is None
+    straight = tracks()
+    for a, b in zip(planned, straight):
+        assert not np.allclose(a.to_point, b.to_point)  # before the seam, toward a landing moved by the jump
+    contacts.detect_contacts(obj, scene)
+    assert not any(c.cut for lb in s.limbs for c in lb.contacts)
+    s.detect_cuts = True
+    contacts.detect_contacts(obj, scene)
+    assert [f for f, _j in contacts.cuts_found(obj)] == [seam]
+
+
+def test_bake_with_detect_cuts_off_limits_the_pelvis_across_the_seam():
+    """The bake reads Detect Cuts too: on, each side of the seam is limited on its own (the pelvis keeps its
+    own height up to the seam on stairs); off, the seam is a move like any other, so the pelvis's speed limit
+    spreads the ground's jump under the body over the frames before it. Away from the seam nothing differs."""
+    bake = harness.module("core.bake")
+    obj, terrain, leg, seam = looped_walker("stairs")
+    scene = bpy.context.scene
+    setup.prepare(obj, scene, terrain)
+    s = props.settings(obj)
+    heights = {}
+    for on in (True, False):
+        s.detect_cuts = on
+        bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene).finish()
+        z = []
+        for f in range(scene.frame_start, scene.frame_end + 1):
+            scene.frame_set(f)
+            z.append((obj.matrix_world @ obj.pose.bones["spine"].head).z)
+        heights[on] = np.array(z)
+        laid = obj.animation_data.action  # the bake, laid over the strip: without it the strip plays again
+        obj.animation_data.action = None
+        for key, values in dict(laid[bake.UNKEYED_KEY]).items():  # as use_source gives them back
+            bone, _sep, prop = key.rpartition("|")
+            setattr(obj.pose.bones[bone], prop, list(values))
+    moved = np.abs(heights[True] - heights[False]) / leg
+    frames = np.arange(scene.frame_start, scene.frame_end + 1)
+    assert moved[np.abs(frames - seam) > 0.5 * scene.render.fps].max() < 1e-6  # away from the seam: the same
+    # Off, the limit pulls the pelvis down ahead of the seam to meet the ground after it (by 41% of the leg).
+    assert (heights[True] - heights[False])[frames < seam].max() > 0.2 * leg
