@@ -26,6 +26,17 @@ def leg_length(obj: bpy.types.Object) -> float:
     return b["thigh.L"].length + b["shin.L"].length
 
 
+def push_to_strip(obj: bpy.types.Object, scale: float = 1.0, repeat: float = 1.0) -> bpy.types.NlaStrip:
+    """The armature's action pushed down into an NLA strip (`scale`, `repeat`), no action left playing."""
+    ad = obj.animation_data
+    strip = ad.nla_tracks.new().strips.new("walk", 1, ad.action)
+    if hasattr(strip, "action_slot"):
+        strip.action_slot = ad.action_slot
+    strip.scale, strip.repeat = scale, repeat
+    ad.action = None
+    return strip
+
+
 def author_walk(obj: bpy.types.Object, frames: int = 48, cycle: int = 24, stride: float = 0.35) -> None:
     """Key a walk along -Y (the metarig faces -Y): a planted stance and an arcing swing per foot."""
     rig = harness.module("core.rig")

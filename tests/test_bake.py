@@ -9,6 +9,7 @@ import bpy
 import harness
 import numpy as np
 import pytest
+import scenes
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 from test_plant_feet import _fcurves, _height_above, _plant, _sole_points, _walker
@@ -171,12 +172,7 @@ def test_keyed_targets_an_armature_object_or_an_nla_strip_are_read_from_their_ke
         obj.location.x += 0.2 * leg
         obj.keyframe_insert("location", frame=48)
     else:  # the walk pushed down into an NLA strip, slowed down
-        ad = obj.animation_data
-        strip = ad.nla_tracks.new().strips.new("walk", 1, ad.action)
-        if hasattr(strip, "action_slot"):
-            strip.action_slot = ad.action_slot
-        strip.scale = 1.5
-        ad.action = None
+        scenes.push_to_strip(obj, scale=1.5)
     _plant(obj, terrain)
     scene = bpy.context.scene
     baked = {}

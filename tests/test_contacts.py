@@ -935,12 +935,7 @@ def looped_walker(terrain_kind: str = "flat"):
     seam: the frame the body jumps to."""
     obj, terrain, leg = _walker(terrain_kind)
     scene = bpy.context.scene
-    ad = obj.animation_data
-    strip = ad.nla_tracks.new().strips.new("walk", 1, ad.action)
-    if hasattr(strip, "action_slot"):
-        strip.action_slot = ad.action_slot
-    strip.repeat = 2.0
-    ad.action = None
+    strip = scenes.push_to_strip(obj, repeat=2.0)
     scene.frame_end = int(strip.frame_end)
     spine = []
     for f in range(scene.frame_start, scene.frame_end + 1):
