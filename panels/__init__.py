@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..core import checks
+from ..core import checks, contacts
 from ..properties import settings
 
 
@@ -64,6 +64,10 @@ class CONTACT_IK_PT_main(bpy.types.Panel):
         row.prop(s, "auto_floor")
         row.prop(s, "floor_height", text="Floor")
         layout.prop(s, "detect_cuts")
+        cuts = contacts.cuts_found(obj)  # what Plant Feet said, kept in sight while it applies
+        if cuts:
+            shown = ", ".join(str(f) for f, _j in cuts[:6]) + (", ..." if len(cuts) > 6 else "")
+            layout.label(text=f"Treated as {'a cut' if len(cuts) == 1 else 'cuts'}: frame {shown}", icon="INFO")
 
 
 class CONTACT_IK_PT_limbs(bpy.types.Panel):

@@ -946,6 +946,22 @@ def looped_walker(terrain_kind: str = "flat"):
     return obj, terrain, leg, scene.frame_start + 1 + int(np.argmax(steps))
 
 
+def _panel_labels(obj) -> list[str]:
+    """The labels the Contact IK panel draws for `obj` (made active), through a layout that records them."""
+    panels = harness.module("panels")
+    labels: list[str] = []
+
+    class Layout:
+        def __getattr__(self, name):
+            if name == "label":
+                return lambda text="", **_kw: labels.append(text)
+            return lambda *_a, **_kw: self
+
+    bpy.context.view_layer.objects.active = obj
+    panels.CONTACT_IK_PT_main.draw(type("Panel", (), {"layout": Layout()})(), bpy.context)
+    return labels
+
+
 def test_plant_feet_says_which_frames_it_treats_as_cuts_and_detect_cuts_off_follows_them():
     """A jump of every foot faster than CUT_SPEED legs per second is planned as a cut (a loop's seam: no foot
     is held and the body is not smoothed across it). A capture's glitch looks the same to the detector (salsa,
@@ -962,6 +978,7 @@ def test_plant_feet_says_which_frames_it_treats_as_cuts_and_detect_cuts_off_foll
     (said,) = [w for w in prepared.warnings if "cut" in w]
     assert f"frame {seam} (" in said and "Detect Cuts" in said and "--no-cuts" in said, said
     assert setup.cut_warning(obj, scene) == said
+    assert f"Treated as a cut: frame {seam}" in _panel_labels(obj)  # and the panel keeps it in sight
     feet = [lb for lb in s.limbs if lb.kind == "FOOT" and any(c.cut for c in lb.contacts)]
     assert feet  # a contact after the seam is planned from its side of it
     fps = scene.render.fps
@@ -974,6 +991,7 @@ def test_plant_feet_says_which_frames_it_treats_as_cuts_and_detect_cuts_off_foll
     s.detect_cuts = False  # read at once: the contacts still hold their cuts, the swings ignore them
     assert all(c.cut for lb in feet for c in lb.contacts if c.cut) and contacts.cuts_found(obj) == []
     assert setup.cut_warning(obj, scene) is None
+    assert not any("cut" in text for text in _panel_labels(obj))
     straight = tracks()
     for a, b in zip(planned, straight):
         assert not np.allclose(a.to_point, b.to_point)  # before the seam, toward a landing moved by the jump
