@@ -138,12 +138,20 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "heel": np.empty((n, 3)), "toe": np.empty((n, 3)),
                "ball": np.empty((n, 3)), "front_z": np.empty(n)}
            for i, _lb in feet}
+    # The body (the pelvis bone's head), one array every foot's samples share: whether a cut moves it too (`body_jumps`).
+    pelvis: str = s.pelvis_bone
+    body = np.empty((n, 3)) if pelvis and pelvis in obj.pose.bones else None
+    for d in out.values():
+        if body is not None:
+            d["body"] = body
     with state.paused([obj], scene):
         soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
             pbs = obj.pose.bones
             mw = obj.matrix_world.copy()
+            if body is not None:
+                body[k] = mw @ pbs[pelvis].head
             for i, lb in feet:
                 pts = sole_world(obj, soles[i], mw)
                 low = min(pts, key=lambda p: p.z)
@@ -325,6 +333,19 @@ def cut_rows(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]], f
     return cut
 
 
+def body_jumps(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]], fps: float) -> Optional[np.ndarray]:
+    """Per row of `samples` (`sample_feet`), whether the whole body jumps there (`model.cuts` with the feet:
+    the pelvis faster than CUT_SPEED x the longest leg per second, every ankle with it), as at a loop's seam;
+    where a cut (`cut_rows`) is not such a jump, the feet were thrown about a body that stays: a capture's
+    glitch, more likely. None without a pelvis bone or feet."""
+    body = next(iter(samples.values())).get("body") if samples else None
+    if body is None:
+        return None
+    s = settings(obj)
+    leg = max(s.limbs[i].length or 1.0 for i in samples) * world_scale(obj)
+    return cuts(body, leg, fps, [d["ankle"] for d in samples.values()])
+
+
 def cuts_found(obj: bpy.types.Object) -> list[tuple[int, float]]:
     """The frames the feet's contacts are planned on either side of (`ContactIKContact.cut`; none with Detect
     Cuts off), in order, each with the longest jump of an ankle there in its leg's lengths."""
@@ -431,10 +452,11 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     fps = fps_of(scene)
     # A second past the last contact: where its ball may still be down.
     stop = max(end, min(scene.frame_end, end + int(math.ceil(fps))))
-    d = sample_feet(obj, scene, start, stop)[limb_index]
+    samples = sample_feet(obj, scene, start, stop)
+    d = samples[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    cut = cuts(d["ankle"], leg, fps) if settings(obj).detect_cuts else np.zeros(len(d["ankle"]), dtype=bool)
-    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut)
+    cut = cut_rows(obj, samples, fps)
+    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut if cut is not None else np.zeros(len(d["ankle"]), bool))
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's

@@ -33,6 +33,7 @@ from .tuning import (
     BODY_RADIUS,
     CLEAR_AHEAD,
     CLEAR_CAP,
+    CUT_RIGID,
     CUT_SPEED,
     EXT_SLACK,
     FOOT_EDGE,
@@ -109,13 +110,18 @@ def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:
     return PELVIS_SPEED * rest_leg * world_scale / fps if fps > 0.0 else np.inf
 
 
-def cuts(root: np.ndarray, leg: Any, fps: float) -> np.ndarray:
-    """Rows the animation jumps to (`root`, (N, 3), moving faster than CUT_SPEED x `leg` per second from the
-    row before): an NLA repeat's or a loop's seam snapping the body back, not a move of the body."""
+def cuts(root: np.ndarray, leg: Any, fps: float, feet: Sequence[np.ndarray] = ()) -> np.ndarray:
+    """Rows the animation jumps to: `root` ((N, 3), the body) moving faster than CUT_SPEED x `leg` per second
+    from the row before, with every one of `feet` ((N, 3) each, the ankles) jumping with it (its step off the
+    body's by at most CUT_RIGID of its own length): an NLA repeat's or a loop's seam snapping the whole body
+    back. Not a move of the body, and not a capture's glitch throwing the feet about a body that stays."""
     out = np.zeros(len(root), dtype=bool)
     if len(root) > 1 and fps > 0.0:
-        jump = norm(np.diff(root, axis=0), axis=1) * fps
-        out[1:] = jump > CUT_SPEED * per_row(leg, len(root))[1:]
+        step = np.diff(root, axis=0)
+        out[1:] = norm(step, axis=1) * fps > CUT_SPEED * per_row(leg, len(root))[1:]
+        for p in feet:
+            own = np.diff(p, axis=0)
+            out[1:] &= norm(own - step, axis=1) <= CUT_RIGID * norm(own, axis=1)
     return out
 
 

@@ -173,19 +173,38 @@ def deep_dip_warning(deep: Sequence[tuple[int, float]]) -> str:
 
 def cut_warning(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[str]:
     """What Plant Feet, Detect Contacts, Bake and the command line say of the frames the rig's contacts treat
-    as cuts (`contacts.cuts_found`): where, how far every foot jumps, and how to have the jump followed
-    instead. None for none. A capture's glitch looks like a loop's seam to the detector: the user decides."""
+    as cuts (`contacts.cuts_found`): where, how far the feet and the body jump, whether the body jumped with
+    its feet (a loop's seam) or the feet were thrown about a body that stays (`contacts.body_jumps`: a
+    capture's glitch, more likely), and how to have the jump followed instead. None for none."""
     found = contacts.cuts_found(obj)
     if not found:
         return None
     fps = fps_of(scene)
-    shown = ", ".join(f"{f} ({j:.0%} of the leg in one frame, {j * fps:.0f} legs per second)" for f, j in found[:5])
+    leg = max((lb.length or 1.0 for lb in settings(obj).limbs if lb.kind == "FOOT"), default=1.0) * world_scale(obj)
+    glitches = 0
+    shown: list[str] = []
+    for f, j in found:
+        samples = contacts.sample_feet(obj, scene, f - 1, f)
+        whole = contacts.body_jumps(obj, samples, fps)
+        body = next(iter(samples.values())).get("body") if samples else None
+        moved = float(np.linalg.norm(body[1] - body[0])) / leg if body is not None else None
+        glitch = whole is not None and not whole[1]
+        glitches += glitch
+        if len(shown) < 5:
+            shown.append(f"{f} (the feet {j:.0%} of the leg in one frame, {j * fps:.0f} legs per second"
+                         + (f"; the body {moved:.0%}" if moved is not None else "")
+                         + (": a glitch of the capture?" if glitch else "") + ")")
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    return (f"{obj.name!r}: {'frame' if len(found) == 1 else 'frames'} {shown}{more}: every foot jumps faster than "
-            f"{CUT_SPEED:g} leg lengths per second, so it is treated as a cut (a loop's seam or an NLA repeat "
-            "snapping the body back): no foot is held and the body is not smoothed across it. If the jump is a "
-            "move or a glitch of the capture, turn off Detect Cuts in the Contact IK panel and click Detect "
-            "Contacts (on the command line: --no-cuts)")
+    one = len(found) == 1
+    where = "There" if one else f"At {glitches} of them"
+    odd = (f" {where} the body did not jump with its feet: more likely a glitch of the capture than a seam."
+           if glitches else "")
+    return (f"{obj.name!r}: {'frame' if one else 'frames'} {', '.join(shown)}{more}: every foot jumps faster than "
+            f"{CUT_SPEED:g} leg lengths per second, so {'it is' if one else 'they are'} treated as "
+            f"{'a cut' if one else 'cuts'} (a loop's seam or an NLA repeat snapping the body back): no foot is held "
+            f"and the body is not smoothed across {'it' if one else 'them'}.{odd} To have such a jump followed as a "
+            "move, turn off Detect Cuts in the Contact IK panel and click Detect Contacts (on the command line: "
+            "--no-cuts)")
 
 
 def no_limbs_message(obj: bpy.types.Object) -> str:

@@ -82,6 +82,12 @@ PELVIS_TREND = 0.5
 # cut, such as an NLA repeat's or a loop's seam snapping it back (`model.cuts`); the limit holds on either
 # side of a cut, not across it. A sprinter moves about 11 leg per second.
 CUT_SPEED = 20.0
+# A cut where the whole body jumps with its feet (a loop's seam): each ankle's step off the body's by at most
+# this fraction of its own length (its pose need not match across the seam: half a step's leeway). Where the
+# feet are thrown about a body that stays (cmu_60_10, frame 318: the ankles 54% and 58% of the leg in one
+# frame, the pelvis 14%: 0.87 and 0.98 off), the cut is more likely a capture's glitch, and Plant Feet says
+# so (`setup.cut_warning`); it is planned as a cut all the same unless Detect Cuts is turned off.
+CUT_RIGID = 0.5
 PELVIS_TREND_FREE = 0.75  # fraction of PELVIS_SPEED: the trend counts only where it climbs faster than this
 
 # --- the knee's pole ----------------------------------------------------------------------------------------

@@ -775,3 +775,30 @@ def test_frames_left_out_of_the_scene_range_are_not_read_into_the_bake():
     for other in (read, garbled):
         assert other.keys() == cached.keys()
         assert max(float(np.abs(other[k] - cached[k]).max()) for k in cached) <= 1e-5
+
+
+def test_a_jump_of_the_whole_body_moves_every_foot_with_it_and_feet_thrown_about_a_body_are_none():
+    """`model.cuts` with the feet (`contacts.body_jumps`, by which Plant Feet tells a seam from a glitch): the
+    body faster than CUT_SPEED with every ankle jumping with it (within CUT_RIGID of its own step: a loop's pose
+    need not match across its seam) is a jump of the whole body; the same feet thrown about a body that barely
+    moves (a capture's glitch), or one foot left behind, is not."""
+    fps, leg, n = 120.0, 1.0, 40
+    root = np.zeros((n, 3))
+    root[:, 1] = np.arange(n) * 1.4 * leg / fps
+    left, right = root + [0.1, 0.0, -0.9], root + [-0.1, 0.0, -0.9]
+    seam = [root.copy(), left.copy(), right.copy()]
+    for p in seam:
+        p[20:, 1] -= 1.5 * leg  # the whole body snapped back
+    seam[1][20:, 1] += 0.4 * leg  # the left foot's pose off by 0.4 leg across the seam: still a cut
+    assert model.cuts(seam[0], leg, fps, seam[1:]).tolist() == [i == 20 for i in range(n)]
+    assert model.cuts(seam[0], leg, fps).tolist() == [i == 20 for i in range(n)]  # the body alone, as before
+    glitch = [root.copy(), left.copy(), right.copy()]
+    glitch[0][20:, 2] -= 0.14 * leg  # the pelvis drops 14% of the leg: 16.8 legs per second
+    glitch[0][20:, 1] -= 0.12 * leg  # ... and 0.18 leg in all: 21 legs per second
+    for p in glitch[1:]:
+        p[20:, :2] -= 0.4 * leg  # the ankles 0.66 leg, 0.57 of it off the body's step
+    assert model.cuts(glitch[0], leg, fps)[20]  # the body alone is fast enough
+    assert not model.cuts(glitch[0], leg, fps, glitch[1:]).any()
+    behind = [p.copy() for p in seam]
+    behind[2][20:, 1] += 1.5 * leg  # the right foot stays where it was
+    assert not model.cuts(behind[0], leg, fps, behind[1:]).any()
