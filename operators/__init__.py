@@ -254,8 +254,9 @@ class CONTACT_IK_OT_bake(bpy.types.Operator):
             objs.insert(0, context.active_object)
         scene = context.scene
         start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start, self.frame_end)
+        cuts = [w for w in (setup.cut_warning(o, scene) for o in objs) if w]  # it sweeps frames: before the job
         job = bake.BakeJob(objs, start, end, scene)
-        for warning in job.warnings + [w for w in (setup.cut_warning(o, scene) for o in objs) if w]:
+        for warning in job.warnings + cuts:
             self.report({"WARNING"}, warning)
         return job
 

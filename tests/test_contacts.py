@@ -1000,6 +1000,10 @@ def test_plant_feet_says_which_frames_it_treats_as_cuts_and_detect_cuts_off_foll
     s.detect_cuts = True
     contacts.detect_contacts(obj, scene)
     assert [f for f, _j in contacts.cuts_found(obj)] == [seam]
+    # The operators that say it run through (their reports are not readable in the background).
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.contact_ik.detect_contacts() == {"FINISHED"}
+    assert bpy.ops.contact_ik.bake() == {"FINISHED"}
 
 
 def test_bake_with_detect_cuts_off_limits_the_pelvis_across_the_seam():
