@@ -378,3 +378,16 @@ def test_the_report_lists_the_frames_treated_as_cuts_and_no_cuts_treats_none(tmp
         assert bool(said) != bool(flags) and all(n in err for n in said)
     assert [f for f, _j in cuts[False]] == [seam] and cuts[False][0][1] == pytest.approx(1.4, abs=0.1)
     assert cuts[True] == []
+
+
+def test_no_cuts_reaches_every_worker_of_a_batch_and_evaluate_takes_it(tmp_path):
+    """A batch's workers bake with the flags the batch was given: --no-cuts is passed on to each, and left
+    out where it was not given; `evaluate` takes it too."""
+    cli_args = harness.module("cli_args")
+    for given in (True, False):
+        args = cli_args.parser().parse_args(["bake", "a.bvh", "b.bvh", "--output-dir", str(tmp_path)]
+                                            + (["--no-cuts"] if given else []))
+        jobs = cli_args.batch_jobs(args.inputs, args)
+        assert len(jobs) == 2
+        assert all(("--no-cuts" in cli_args.job_args(job, args, "r.json")) == given for job in jobs)
+    assert cli_args.parser().parse_args(["evaluate", "a.bvh", "--no-cuts"]).no_cuts
