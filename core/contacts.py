@@ -126,11 +126,13 @@ def _contact_runs(height: np.ndarray, speed: np.ndarray, leg: float, fps: float)
     return [(a, b) for a, b in merged if b - a + 1 >= shortest]
 
 
-def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int) -> dict[int, dict[str, np.ndarray]]:
+def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: int,
+                body: bool = False) -> dict[int, dict[str, np.ndarray]]:
     """Per foot limb (by index): ankle positions, the lowest sole point and the ankle's speed, over frames
     [start, end] of the animation (live preview off), all in world space: root motion on the object or a
     parent moves the feet as the viewer sees them, and a planted foot stays put. Nothing here depends on the
-    animation's floor, so one sweep gives both the floor and the contacts (`setup.floor_and_contacts`)."""
+    animation's floor, so one sweep gives both the floor and the contacts (`setup.floor_and_contacts`).
+    With `body`, each foot's samples also hold the pelvis bone's head ("body", where the rig has one)."""
     s = settings(obj)
     feet = [(i, lb) for i, lb in enumerate(s.limbs) if lb.kind == "FOOT" and lb.enabled and lb.end_bone
             and limb_is_usable(obj, lb)]
@@ -138,20 +140,21 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     out = {i: {"ankle": np.empty((n, 3)), "sole": np.empty((n, 3)), "heel": np.empty((n, 3)), "toe": np.empty((n, 3)),
                "ball": np.empty((n, 3)), "front_z": np.empty(n)}
            for i, _lb in feet}
-    # The body (the pelvis bone's head), one array every foot's samples share: whether a cut moves it too (`body_jumps`).
+    # With `body`, the pelvis bone's head too, one array every foot's samples share: whether a cut moves the
+    # body with the feet (`body_jumps`).
     pelvis: str = s.pelvis_bone
-    body = np.empty((n, 3)) if pelvis and pelvis in obj.pose.bones else None
+    centre = np.empty((n, 3)) if body and pelvis and pelvis in obj.pose.bones else None
     for d in out.values():
-        if body is not None:
-            d["body"] = body
+        if centre is not None:
+            d["body"] = centre
     with state.paused([obj], scene):
         soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
             scene.frame_set(f)
             pbs = obj.pose.bones
             mw = obj.matrix_world.copy()
-            if body is not None:
-                body[k] = mw @ pbs[pelvis].head
+            if centre is not None:
+                centre[k] = mw @ pbs[pelvis].head
             for i, lb in feet:
                 pts = sole_world(obj, soles[i], mw)
                 low = min(pts, key=lambda p: p.z)
@@ -318,18 +321,15 @@ def first_down(down: np.ndarray, heel: np.ndarray, a: int, first: int,
     return (strike, True) if strike < a and (struck is None or struck[strike]) else (a, False)
 
 
-def cut_rows(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]], fps: float) -> Optional[np.ndarray]:
+def cut_rows(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]], fps: float) -> np.ndarray:
     """The rows of `samples` (`sample_feet`) the animation jumps to (`model.cuts`): every foot's ankle faster
-    than CUT_SPEED x its leg per second. None with the rig's Detect Cuts off (`ContactIKSettings.detect_cuts`),
-    or without feet."""
+    than CUT_SPEED x its leg per second; none with the rig's Detect Cuts off (`ContactIKSettings.detect_cuts`)."""
     s = settings(obj)
-    if not s.detect_cuts:
-        return None
-    scale = world_scale(obj)
-    cut = None
-    for i, d in samples.items():
-        jumped = cuts(d["ankle"], (s.limbs[i].length or 1.0) * scale, fps)
-        cut = jumped if cut is None else cut & jumped
+    cut = np.full(len(next(iter(samples.values()))["ankle"]) if samples else 0, s.detect_cuts)
+    if s.detect_cuts:
+        scale = world_scale(obj)
+        for i, d in samples.items():
+            cut &= cuts(d["ankle"], (s.limbs[i].length or 1.0) * scale, fps)
     return cut
 
 
@@ -390,7 +390,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
         if found and found[0][0] == 1:
             found[0] = (0, found[0][1])
         # A ball or heel is not held across a cut.
-        down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut if cut is not None else np.zeros(len(d["ankle"]), bool))
+        down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut)
         toes = tiptoe(d, leg)
         # A contact whose ball stays down until the next one lands is one stance with it (a shuffle on the
         # ball): one contact, its ball held throughout.
@@ -433,7 +433,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             roll = (a, b) if (a, b) in on_ball else held_ball(d, down, a, b, limit, peel, kept)
             _fill(c, d, a, b, s.floor_height, roll, *first_down(down, heel, a, held_to + 1, struck))
             held_to = max(b, roll[1]) if roll is not None else b
-            at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if cut is not None and last >= 0 else np.zeros(0, int)
+            at = np.flatnonzero(cut[last + 1:a + 1]) + last + 1 if last >= 0 else np.zeros(0, int)
             if len(at):  # a cut between the previous contact and this one: the first
                 c.cut = start + int(at[0])
                 c.jump = tuple(d["ankle"][at[0]] - d["ankle"][at[0] - 1])
@@ -455,8 +455,7 @@ def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> No
     samples = sample_feet(obj, scene, start, stop)
     d = samples[limb_index]
     leg = (limb.length or 1.0) * world_scale(obj)
-    cut = cut_rows(obj, samples, fps)
-    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut if cut is not None else np.zeros(len(d["ankle"]), bool))
+    down, heel, struck, peel, kept = sole_runs(d, leg, fps, cut_rows(obj, samples, fps))
     floor = settings(obj).floor_height
     starts = sorted(c.start for c in limb.contacts)
     # Each contact's ball hold (`held_ball`), found once: it also bounds how far back the next contact's

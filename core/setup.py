@@ -184,7 +184,7 @@ def cut_warning(obj: bpy.types.Object, scene: bpy.types.Scene) -> Optional[str]:
     glitches = 0
     shown: list[str] = []
     for f, j in found:
-        samples = contacts.sample_feet(obj, scene, f - 1, f)
+        samples = contacts.sample_feet(obj, scene, f - 1, f, body=True)
         whole = contacts.body_jumps(obj, samples, fps)
         body = next(iter(samples.values())).get("body") if samples else None
         moved = float(np.linalg.norm(body[1] - body[0])) / leg if body is not None else None

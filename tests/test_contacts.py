@@ -1054,7 +1054,7 @@ def test_feet_thrown_about_a_body_that_stays_are_said_to_be_a_glitch_more_likely
         pb.keyframe_insert("rotation_quaternion", frame=glitch)
     scene.frame_set(scene.frame_start)
     fps = scene.render.fps
-    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end)
+    samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end, body=True)
     row = glitch - scene.frame_start
     for d in samples.values():  # every ankle jumps in and out faster than CUT_SPEED legs per second
         assert np.linalg.norm(d["ankle"][row] - d["ankle"][row - 1]) * fps > 20.0 * leg
