@@ -366,6 +366,11 @@ class FootQuality:
     # targets: they tell how much of the hover missed lies in brief source contacts.
     hover_contact_s: float = math.nan
     hover_lasting_rel: float = 0.0
+    # The frame (index into the measured frames) of the identity's largest move (-1: no frame judged), and what
+    # the model held on it (as `hover_held`): a figure for the report, to say where a foot moved from the
+    # source's on flat ground.
+    identity_frame: int = -1
+    identity_held: str = ""
 
     @property
     def penetration_rel(self) -> float:
@@ -501,7 +506,11 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         for a, b in contacts:
             excluded[a:b + 1] |= contact_drift(src.ball, a, b) > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
-        identity = float(moved[~excluded].max()) if (~excluded).any() else 0.0
+        identity, identity_frame, identity_held = 0.0, -1, ""
+        if (~excluded).any():
+            identity_frame = int(np.argmax(np.where(excluded, -np.inf, moved)))
+            identity = float(moved[identity_frame])
+            identity_held = HELD_KINDS[int(state[identity_frame])] if state is not None else ""
         src_low = src.skeleton()[..., 2].min(axis=1) - floor.z  # the lower of the ball and the toe tip
         judged_hover = max((float(src_low[a:b + 1][~excluded[a:b + 1]].max()) for a, b in contacts
                             if (~excluded[a:b + 1]).any()), default=0.0)
@@ -515,7 +524,7 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
                                ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
                                max(0.0, judged_hover) / leg, pop_frame, pop_where, max(0.0, over_source) / leg,
-                               hover_contact, max(0.0, lasting) / leg))
+                               hover_contact, max(0.0, lasting) / leg, identity_frame, identity_held))
     return out
 
 

@@ -152,8 +152,9 @@ def test_a_miss_is_placed_against_what_the_model_held_and_the_figures_do_not_dep
     state[0:15] = 1  # the model's contact over frames 0-14, its ball held over 15-17, then nothing
     state[15:18] = 2
     (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
-    assert {k: v for k, v in q.as_dict().items() if k not in ("hover_frame", "hover_held", "skate_held_share")} == \
-        {k: v for k, v in bare.as_dict().items() if k not in ("hover_frame", "hover_held", "skate_held_share")}
+    placed = ("hover_frame", "hover_held", "skate_held_share", "identity_held")
+    assert {k: v for k, v in q.as_dict().items() if k not in placed} == \
+        {k: v for k, v in bare.as_dict().items() if k not in placed}
     assert bare.hover_frame == q.hover_frame == 20 and bare.hover_held == "" and q.hover_held == "outside"
     assert q.skate_held_share == pytest.approx(18 / 30)
     state[18:30] = 2
@@ -165,6 +166,32 @@ def test_a_miss_is_placed_against_what_the_model_held_and_the_figures_do_not_dep
     row = {"terrain": "stairs", "feet": [{"limb": "L", "independent": q.as_dict()}]}
     text = quality.miss_kinds(row)
     assert text.startswith("L: hover 4.0%") and "ball hold" in text and "skate 3.0%" in text and "100% of" in text
+
+
+def test_the_identitys_largest_move_is_placed_against_what_the_model_held():
+    """Where the flat-ground identity's largest move lies (`FootQuality.identity_frame`) and what the model
+    held the foot on there (`identity_held`), for `tools/diagnose.py` and the quality table's miss text; the
+    figure itself is the same with or without the model's holds."""
+    source = {"L": _walk_samples()}
+    ours = {"L": _walk_samples()}
+    for s in (ours["L"].heel, ours["L"].ball, ours["L"].tip):
+        s[40, 2] -= 0.03  # the swinging foot 3% of the leg lower on frame 40, 1% on frame 45
+        s[45, 2] -= 0.01
+    bare = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS)[0]
+    state = np.zeros(60, dtype=np.int8)
+    state[0:30] = 1
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
+    assert q.identity_max_rel == bare.identity_max_rel == pytest.approx(0.03)
+    assert q.identity_frame == bare.identity_frame == 40 and bare.identity_held == "" and q.identity_held == "outside"
+    same = measure.compare(source, source, {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})[0]
+    assert same.identity_max_rel == 0.0 and same.identity_frame == 0  # nothing moved: the first frame judged
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import quality  # noqa: PLC0415
+
+    row = {"terrain": "flat", "feet": [{"limb": "L", "independent": q.as_dict()}]}
+    assert "moved 3.0% from the source on its own floor (the worst in a swing)" in quality.miss_kinds(row)
+    row["terrain"] = "stairs"  # not judged there
+    assert "moved" not in quality.miss_kinds(row)
 
 
 def test_a_pop_is_placed_at_the_range_ends_a_landing_a_lift_off_or_in_what_the_model_holds():
@@ -192,7 +219,7 @@ def test_a_pop_is_placed_at_the_range_ends_a_landing_a_lift_off_or_in_what_the_m
         (q,) = measure.compare({"L": source}, ours(snap), {"L": LEG}, measure.Plane(0.0), FPS, {"L": state})
         (bare,) = measure.compare({"L": source}, ours(snap), {"L": LEG}, measure.Plane(0.0), FPS)
         assert q.pop_frame == bare.pop_frame == snap and q.knee_ratio > 1.2
-        skip = ("hover_held", "skate_held_share", "pop_where")
+        skip = ("hover_held", "skate_held_share", "pop_where", "identity_held")
         assert {k: v for k, v in q.as_dict().items() if k not in skip} == \
             {k: v for k, v in bare.as_dict().items() if k not in skip}
         where[snap] = (q.pop_where, bare.pop_where)

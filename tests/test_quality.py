@@ -169,6 +169,32 @@ def test_diagnose_prints_where_a_run_of_make_quality_stands_frame_by_frame():
     assert len(bends) == 8 and all(0.0 <= float(v) <= 180.0 for pair in bends for v in pair), bends
 
 
+def test_diagnose_shows_where_a_flat_run_moves_a_foot_furthest_from_the_source():
+    """On flat ground, where a foot misses the identity, `tools/diagnose.py` prints the frames around its largest
+    move from the source (`FootQuality.identity_frame`), with the figure make quality's row has, and what the
+    model held the foot on there."""
+    import os
+    import re
+    import subprocess
+
+    clip = "fair1_zombie_walk_zup.bvh"
+    env = dict(os.environ)
+    env.pop("BLENDER_USER_RESOURCES", None)
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "diagnose.py"), clip, "flat", "--window", "1"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = _row(clip, "flat")
+    missed = [f["independent"] for f in row["feet"] if f["independent"]["identity_max_rel"] > 0.005]
+    assert missed  # this walk moves its feet on flat ground (the hover the capture carries taken off)
+    shown = re.findall(r"identity: moved (\d+\.\d\d)% from the source \((outside|contact|ball)\):\n.*\n"
+                       r"\s+(\d+) .*\n\s+(\d+) .*\n\s+(\d+) ", proc.stdout)
+    assert len(shown) == len(missed), proc.stdout[-3000:]
+    first = int(re.search(r"frames (\d+)-", proc.stdout).group(1))
+    for q, (figure, held, a, b, c) in zip(missed, shown):
+        assert figure == f"{q['identity_max_rel'] * 100:.2f}" and held == q["identity_held"]
+        assert int(b) == first + q["identity_frame"] and int(a) == int(b) - 1 and int(c) == int(b) + 1
+
+
 def test_diagnose_reads_a_knee_bend_alike_whatever_the_sign_of_its_quaternion():
     """`tools/diagnose.py`'s knee bend column (`diagnose.angles`): a quaternion and its negation are the same
     rotation, and a pose's sign may flip from one frame to the next; both read as the bend, 0-180 degrees (the

@@ -10,7 +10,8 @@ noise, rings. For each foot it prints:
 - the source's contacts as the independent detector finds them beside Contact IK's own contacts (first and
   last frame, the frames it holds the ball on), and how many frames of each source contact the model holds;
 - around the knee's and the hip's peak speed (where over 1.2x the source's), around the worst hover and the
-  worst skate (where over their targets), or over --frames: per frame what the model holds (outside, contact,
+  worst skate (where over their targets), around the identity's largest move (flat ground, where over its
+  target), or over --frames: per frame what the model holds (outside, contact,
   ball), the knee and hip speed beside the source's (deg/s), the heel, ball and toe tip over the terrain under
   each (ours, by ray cast) beside the source's over its own floor, and inside a source contact the ball's
   horizontal drift from where it was on the contact's first frame (the skate figure), ours beside the
@@ -132,6 +133,11 @@ def main() -> None:
             if q["hover_frame"] >= 0 and q["hover_max_rel"] > quality.INDEPENDENT_TARGETS["hover"]:
                 i = q["hover_frame"]
                 windows.append((f"worst hover {q['hover_max_rel']:.2%}", i - args.window, i + args.window))
+            if q.get("identity_frame", -1) >= 0 and q["identity_max_rel"] > quality.INDEPENDENT_TARGETS["identity"] \
+                    and quality.judged("identity", row):
+                i = q["identity_frame"]
+                windows.append((f"identity: moved {q['identity_max_rel']:.2%} from the source "
+                                f"({q.get('identity_held') or '-'})", i - args.window, i + args.window))
             if q["skate_max_rel"] > quality.INDEPENDENT_TARGETS["skate"] and np.isfinite(drift).any():
                 i = int(np.nanargmax(drift))
                 start = next(a for a, b in found if a <= i <= b)

@@ -370,6 +370,11 @@ HELD_TEXT = {"outside": "the model held nothing there (no contact of its own)", 
              "ball": "in a ball hold of the model (toe-off or a turn on the ball)"}
 
 
+# What the model held a foot on at the identity's largest move (`FootQuality.identity_held`), in words.
+IDENTITY_HELD_TEXT = {"outside": "in a swing", "contact": "in a contact of the model",
+                      "ball": "in a ball hold of the model"}
+
+
 # Where a pop lies (`measure.pop_place`), in the order the table counts them, and in words.
 POP_WHERE = ("range start", "range end", "landing", "lift-off", "contact", "ball", "outside")
 
@@ -419,7 +424,9 @@ def miss_kinds(row: dict[str, Any]) -> str:
             why.append(f"knee {q['knee_ratio']:.2f}x, hip {q['hip_ratio']:.2f}x the source's peak speed"
                        + (f", {where}" if where else ""))
         if judged("identity", row) and q["identity_max_rel"] > t["identity"]:
-            why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor")
+            held = IDENTITY_HELD_TEXT.get(q.get("identity_held", ""), "")
+            at = f" (the worst {held})" if held else ""
+            why.append(f"moved {q['identity_max_rel']:.1%} from the source on its own floor{at}")
         both = contradicted(row).get(f["limb"])
         if both is not None and why:
             why.append(f"hover and identity contradict here (the source's ball and toe tip hover {both:.1%} in a "
