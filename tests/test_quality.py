@@ -96,6 +96,7 @@ def test_quality_table_is_generated_from_rows():
     assert "Hover and identity contradict each other where the source itself hovers: on 1 of 1 tuning half flat runs" \
         in text
     assert quality.contradicted(stairs) == {}  # the identity is not judged there
+    assert "Where the identity misses lie" in quality.markdown(rows + [stairs], 1.0)
 
 
 def test_a_foot_without_source_contacts_is_not_counted_as_meeting_hover_and_skate():
@@ -221,6 +222,23 @@ def _synthetic(clip: str, terrain: str, hover: float = 0.004, knee: float = 1.0,
             "hip_ratio": 1.0, "bone_length_error": 0.0}
     return {"clip": clip, "terrain": terrain, "feet": [{"limb": "Left Leg", "independent": foot, "ours": ours,
                                                          "knee_ratio": own, "hip_ratio": 1.0}]}
+
+
+def test_the_identity_misses_are_counted_by_what_the_model_held_at_the_largest_move():
+    """docs/quality.md's identity table (`quality.identity_table`): per half, the feet of flat runs missing the
+    identity, by what the model held at the largest move, and of them those where the source's own hover
+    contradicts the identity; feet within it, and runs on other terrains, are not counted."""
+    tune, check = corpus.TUNING[0], corpus.CHECK[0]
+
+    def run(clip: str, terrain: str, identity: float, held: str, hover: float = 0.0) -> dict:
+        row = _synthetic(clip, terrain, identity=identity)
+        row["feet"][0]["independent"].update(identity_held=held, source_hover_judged_rel=hover)
+        return row
+
+    rows = [run(tune, "flat", 0.03, "outside", hover=0.02), run(tune, "flat", 0.02, "contact"),
+            run(tune, "flat", 0.004, "ball"), run(tune, "stairs", 0.5, "ball"), run(check, "flat", 0.01, "ball")]
+    table = quality.identity_table(rows)
+    assert table[2:] == ["| tuning | 2 | 1 | 1 | 0 | 1 |", "| check | 1 | 0 | 0 | 1 | 0 |"], table
 
 
 def test_compare_counts_each_half_and_names_every_run_that_moved():

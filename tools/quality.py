@@ -460,6 +460,23 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def identity_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: the feet of flat runs that miss the identity (independent), per declared half, by what the
+    model held the foot on at its largest move (`FootQuality.identity_held`), and of them those where hover
+    and identity contradict each other (`contradicted`)."""
+    t = INDEPENDENT_TARGETS
+    out = ["| half | feet missing identity | largest move: in a swing | in a contact of the model | "
+           "in a ball hold | of them, where hover and identity contradict |", "|---|---|---|---|---|---|"]
+    for half in ("tuning", "check"):
+        feet = [(r, f) for r in rows if corpus.half(r["clip"]) == half and judged("identity", r)
+                for f in r["feet"] if f.get("independent") and f["independent"]["identity_max_rel"] > t["identity"]]
+        held = [f["independent"].get("identity_held", "") for _r, f in feet]
+        both = sum(f["limb"] in contradicted(r) for r, f in feet)
+        out.append(f"| {half} | {len(feet)} | " + " | ".join(str(held.count(k)) for k in ("outside", "contact", "ball"))
+                   + f" | {both} |")
+    return out
+
+
 def pops_table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: the feet that miss pops (independent), per declared half, by where the larger of their knee's
     and hip's peaks over the source's lies (`measure.pop_place`)."""
@@ -674,6 +691,11 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
             f"within {m.POP_NEAR:g} s of a landing or a lift-off of the model's, else in what the model holds there:",
             ""]
     out += pops_table(rows)
+    out += ["", "Where the identity misses lie (feet of flat runs, per half), by what the model held the foot on at "
+            "its largest move from the source's (`FootQuality.identity_held`), and of them the feet where hover and "
+            "identity contradict each other (the source's ball and toe tip hover over "
+            f"{CONTRADICTION:.1%} of the leg in a contact on frames the identity judges):", ""]
+    out += identity_table(rows)
     pinned = {p.name for p in harness.MOCAP.glob("*.bvh")}
     misses = []
     for r in rows:
