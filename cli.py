@@ -3,7 +3,8 @@
 
     contact_ik bake INPUT [INPUT ...] [--terrain NAME|FILE] [--output OUT.blend] [--export OUT.bvh|OUT.fbx|OUT.glb]
                     [--report REPORT.json] [--frame-start N] [--frame-end N] [--armature NAME]
-                    [--up-axis Z] [--forward-axis Y] [--scale S] [--no-cuts] [--overwrite] [--jobs N] [--output-dir DIR]
+                    [--up-axis Z] [--forward-axis Y] [--scale S] [--no-cuts] [--leg-stretch F] [--overwrite]
+                    [--jobs N] [--output-dir DIR]
                     [--scheduler tcp://HOST:PORT [--worker-command CMD]]
     contact_ik detect INPUT [--armature NAME] [--up-axis Z] [--forward-axis Y]
 
@@ -447,6 +448,8 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     terrain_desc = set_terrain(obj, args.terrain)
     if getattr(args, "no_cuts", False):
         _addon().settings(obj).detect_cuts = False
+    if getattr(args, "leg_stretch", None) is not None:
+        _addon().settings(obj).leg_stretch = args.leg_stretch
     scene = bpy.context.scene
     if bake.is_baked(obj.animation_data.action if obj.animation_data else None):
         src = bake.use_source(obj)

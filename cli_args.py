@@ -30,6 +30,23 @@ except ImportError:  # loaded on its own, outside the extension (tools/cluster.p
         """Bad input: the message says what is wrong and how to fix it (exit code 2)."""
 
 
+# Leg Stretch's range (the armature setting `leg_stretch`, properties.py): a fraction of the leg.
+LEG_STRETCH = (0.9, 1.0)
+
+
+def leg_stretch(text: str) -> float:
+    """--leg-stretch's value: a number within LEG_STRETCH, or a message that says so."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    lo, hi = LEG_STRETCH
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction of the leg from {lo} to {hi}: give e.g. "
+                                         "--leg-stretch 1.0 (the armature's Leg Stretch setting; 0.98 by default)")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="contact_ik", description="Contact IK: plant feet on terrain and bake, headless.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -57,6 +74,10 @@ def parser() -> argparse.ArgumentParser:
                    help="treat no frame as a cut: a jump of every foot faster than 20 leg lengths per second (a loop's "
                    "seam, an NLA repeat) is followed as a move, not planned on either side as a fresh start (the "
                    "armature's Detect Cuts setting off); the report lists the frames treated as cuts otherwise")
+    b.add_argument("--leg-stretch", type=leg_stretch, default=None, metavar="FRACTION",
+                   help=f"how straight a leg on the ground may be ({LEG_STRETCH[0]}-{LEG_STRETCH[1]} of its length) "
+                   "before the pelvis is lowered for it instead: the armature's Leg Stretch setting (default: the "
+                   "armature's, 0.98 unless set). Higher keeps a straight-legged stance (an idle) straighter")
     b.add_argument("--overwrite", action="store_true", help="allow writing over existing files, the input included")
     b.add_argument("--jobs", type=int, default=0, help="worker processes for a batch (default: one per core)")
     b.add_argument("--scheduler", help="run the batch on a Dask cluster: the scheduler's address, tcp://HOST:PORT "
@@ -71,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("inputs", nargs="+", help=".blend, .bvh, .fbx, .glb or .gltf files")
     for action in b._actions:
         if action.dest in ("terrain", "armature", "report", "frame_start", "frame_end", "up_axis", "forward_axis",
-                           "scale", "no_cuts"):
+                           "scale", "no_cuts", "leg_stretch"):
             e._add_action(action)
     e.set_defaults(output=None, output_dir=None, export=[], overwrite=False, jobs=1, scheduler=None,
                    worker_command=None)
@@ -164,4 +185,6 @@ def job_args(job: Job, args: argparse.Namespace, report: str, output: Optional[p
         out.append("--overwrite")
     if getattr(args, "no_cuts", False):
         out.append("--no-cuts")
+    if getattr(args, "leg_stretch", None) is not None:
+        out.append(f"--leg-stretch={args.leg_stretch!r}")
     return out

@@ -16,6 +16,7 @@ from bpy.props import (
 )
 
 from .core.rig import settings  # noqa: F401  (the settings of an object: `settings(obj)`)
+from .core.tuning import REACH_MARGIN
 
 
 def _live_preview_changed(self: bpy.types.PropertyGroup, context: bpy.types.Context) -> None:
@@ -360,6 +361,17 @@ class ContactIKSettings(bpy.types.PropertyGroup):
     limbs: CollectionProperty(  # type: ignore[valid-type]
         type=ContactIKLimb, name="Limbs", description="The legs and arms Contact IK solves (detected, or added by hand)")
     active_limb: IntProperty(name="Active Limb", default=0, min=0)  # type: ignore[valid-type]
+    leg_stretch: FloatProperty(  # type: ignore[valid-type]
+        update=_settings_changed,
+        name="Leg Stretch",
+        description="How straight a leg on the ground may be, as a fraction of its length, before the pelvis is "
+        "lowered for it instead (Body Follows Ground). Lower keeps knees further from a snap straight; higher keeps "
+        "a straight-legged stance straighter: the knees of an idle bend less",
+        default=REACH_MARGIN,
+        min=0.9,
+        max=1.0,
+        precision=3,
+    )
     softness: FloatProperty(  # type: ignore[valid-type]
         update=_settings_changed,
         name="Soft IK",

@@ -285,7 +285,7 @@ class BatchRig(RigReader):
             # The pelvis's ground: the mean of the ground each foot stands on or travels between (the terrain
             # under the body where a foot is not planned), lowered where a leg could not reach.
             support = np.add.reduce([np.where(p.planned, p.support, window) for _lb, p in staged], axis=0) / len(staged)
-            offset, moved = model.soft_reach_drop([p for _lb, p in staged], support, begun.at.up)
+            offset, moved = model.soft_reach_drop([p for _lb, p in staged], support, begun.at.up, self.reach_margin)
         return _Staged(staged, offset, moved, begun.step, begun.at, begun.frame, begun.centre)
 
     def _foot(self, lb: LimbSpec, world: np.ndarray, frame: np.ndarray, start: int) -> Foot:

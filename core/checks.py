@@ -74,7 +74,7 @@ def pose_error(obj: bpy.types.Object) -> Optional[str]:
 
 
 # (setting, label) of the numbers live preview and bake compute with.
-_RIG_NUMBERS = (("floor_height", "Floor Height"), ("softness", "Soft IK"))
+_RIG_NUMBERS = (("floor_height", "Floor Height"), ("softness", "Soft IK"), ("leg_stretch", "Leg Stretch"))
 _LIMB_NUMBERS = (("weight", "Weight"), ("ray_length", "Ray Length"), ("foot_offset", "Sole Height"),
                  ("max_align_angle", "Max Angle"), ("length", "Length"))
 

@@ -813,16 +813,18 @@ def body_ground(rays: Rays, centre: np.ndarray, at: Placement, leg: np.ndarray) 
     return np.where(count > 0, np.where(got, hh, 0.0).sum(1) / np.maximum(count, 1), 0.0)  # type: ignore[no-any-return]
 
 
-def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighten: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighten: Any = 0.0,
+               margin: float = REACH_MARGIN) -> tuple[np.ndarray, np.ndarray]:
     """The pelvis offset `offset` lowered where a leg could not otherwise reach its target, or only
-    straighter than REACH_MARGIN or than the animation has it (EXT_SLACK): (offset, whether any foot is
-    planned, where the pelvis moves). `tighten` (S, 1) and `offset` (S, N): S such offsets at once."""
+    straighter than `margin` (the rig's Leg Stretch; REACH_MARGIN by default) or than the animation has it
+    (EXT_SLACK): (offset, whether any foot is planned, where the pelvis moves). `tighten` (S, 1) and `offset`
+    (S, N): S such offsets at once."""
     any_plan = np.zeros(offset.shape[-1], dtype=bool)
     offset = offset.copy()
     for p in plans:
         any_plan |= p.planned
         hip = p.hip + up * offset[..., None]
-        reach = (np.minimum(REACH_MARGIN, p.extension + EXT_SLACK) - tighten) * p.leg
+        reach = (np.minimum(margin, p.extension + EXT_SLACK) - tighten) * p.leg
         d = p.target - hip
         dl = norm(d)
         # Lower the hip by the smallest x >= 0 with |d + up*x| <= reach; if no vertical move is enough (the
@@ -834,11 +836,12 @@ def reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray, tighte
     return np.where(any_plan, offset, 0.0), any_plan
 
 
-def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def soft_reach_drop(plans: list[FootPlan], offset: np.ndarray, up: np.ndarray,
+                    margin: float = REACH_MARGIN) -> tuple[np.ndarray, np.ndarray]:
     """`reach_drop`, eased in: the mean of those for limits up to SOFT_REACH x leg tighter, so it sets in
     gradually, never higher than it and with no kink where a leg reaches its limit."""
     tighten = SOFT_REACH * (np.arange(SOFT_STEPS)[:, None] / (SOFT_STEPS - 1) - SOFT_LOOSE)
-    drops, planned = reach_drop(plans, np.broadcast_to(offset, (SOFT_STEPS, len(offset))), up, tighten)
+    drops, planned = reach_drop(plans, np.broadcast_to(offset, (SOFT_STEPS, len(offset))), up, tighten, margin)
     return np.add.reduce(drops, axis=0) / SOFT_STEPS, planned  # the mean
 
 

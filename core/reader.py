@@ -192,6 +192,9 @@ class RigReader:
         self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
+        # Leg Stretch, to the 4th place: the setting is single precision, and its default is the model's own
+        # REACH_MARGIN to the last bit.
+        self.reach_margin = round(float(s.leg_stretch), 4)
         self.detect_cuts = s.detect_cuts
         paths = anim_paths(obj)
         moves = object_moves(obj, paths)

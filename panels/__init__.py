@@ -59,6 +59,9 @@ class CONTACT_IK_PT_main(bpy.types.Panel):
         body = layout.column(align=True)
         body.prop_search(s, "pelvis_bone", obj.data, "bones")
         body.prop(s, "body_follow")
+        sub = body.row(align=True)
+        sub.active = s.body_follow
+        sub.prop(s, "leg_stretch")
         body.prop(s, "softness")
         row = layout.row(align=True)
         row.prop(s, "auto_floor")

@@ -87,6 +87,25 @@ def author_walk(obj: bpy.types.Object, frames: int = 48, cycle: int = 24, stride
     scene.frame_set(1)
 
 
+def author_stance(obj: bpy.types.Object, frames: int = 48) -> None:
+    """Key a standing idle: the metarig in its rest pose (legs almost straight, the knee bent about 10
+    degrees), its body swaying 1 cm up and down."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    spine = obj.pose.bones["spine"]
+    for f in range(1, frames + 1, 8):
+        spine.location = (0.0, 0.0, 0.01 * math.sin(f / 8.0))
+        spine.keyframe_insert("location", frame=f)
+    scene.frame_set(1)
+
+
+def knee_bend(obj: bpy.types.Object, side: str) -> float:
+    """How far the metarig's knee on `side` ("L", "R") is bent as posed now: the shin's turn from the thigh,
+    degrees."""
+    pb = obj.pose.bones
+    return math.degrees(pb[f"thigh.{side}"].matrix.to_3x3().col[1].angle(pb[f"shin.{side}"].matrix.to_3x3().col[1]))
+
+
 _mesh_object = bpy_kit.mesh_object
 
 

@@ -380,6 +380,42 @@ def test_the_report_lists_the_frames_treated_as_cuts_and_no_cuts_treats_none(tmp
     assert cuts[True] == []
 
 
+def test_leg_stretch_sets_the_armatures_setting_reaches_every_worker_and_refuses_a_value_out_of_range(tmp_path, capfd):
+    """--leg-stretch bakes with the armature's Leg Stretch set to it (a standing metarig's knee then bends
+    less than with the default), is passed on to every worker of a batch, is taken by `evaluate`, and a value
+    outside 0.9-1.0 is refused with a message that says what to give (exit 2, nothing written)."""
+    cli_args = harness.module("cli_args")
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_stance(obj)
+    soles = [(obj.matrix_world @ obj.pose.bones[f"toe.{side}"].tail).z for side in "LR"]
+    scenes.flat(scenes.leg_length(obj), height=min(soles))
+    src = tmp_path / "stand.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(src))
+    bends = {}
+    for flags in ([], ["--leg-stretch", "1.0"]):
+        out = tmp_path / f"o{len(flags)}.blend"
+        code = cli.execute(["bake", str(src), "--terrain", "Flat", "--output", str(out), *flags])
+        _out, err = capfd.readouterr()
+        assert code in (0, 3), err[-2000:]
+        bpy.ops.wm.open_mainfile(filepath=str(out))
+        rig = bpy.data.objects["metarig"]
+        bpy.context.scene.frame_set(10)
+        bends[bool(flags)] = (scenes.knee_bend(rig, "L"), rig.contact_ik.leg_stretch)
+    assert bends[True][1] == 1.0 and bends[False][1] == pytest.approx(0.98)
+    assert bends[True][0] < bends[False][0] - 5.0, bends
+    for bad in ("1.5", "0.5", "nan", "straight"):
+        code = cli.execute(["bake", str(src), "--terrain", "Flat", "--output", str(tmp_path / "bad.blend"),
+                            "--leg-stretch", bad])
+        _out, err = capfd.readouterr()
+        assert code == 2 and "is not a fraction of the leg from 0.9 to 1.0" in err and "--leg-stretch 1.0" in err, err
+        assert not (tmp_path / "bad.blend").exists()
+    args = cli_args.parser().parse_args(["bake", "a.bvh", "b.bvh", "--output-dir", str(tmp_path), "--leg-stretch", "0.95"])
+    jobs = cli_args.batch_jobs(args.inputs, args)
+    assert len(jobs) == 2 and all("--leg-stretch=0.95" in cli_args.job_args(job, args, "r.json") for job in jobs)
+    assert cli_args.parser().parse_args(["evaluate", "a.bvh", "--leg-stretch", "0.95"]).leg_stretch == 0.95
+
+
 def test_no_cuts_reaches_every_worker_of_a_batch_and_evaluate_takes_it(tmp_path):
     """A batch's workers bake with the flags the batch was given: --no-cuts is passed on to each, and left
     out where it was not given; `evaluate` takes it too."""

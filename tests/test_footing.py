@@ -295,6 +295,30 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
     assert np.abs(np.diff(slope)).max() < 0.5 * np.abs(np.diff(np.diff(hard))).max()  # ...and bends less sharply
 
 
+def test_leg_stretch_lets_a_straight_leg_stay_straighter_and_never_past_its_limit():
+    """`model.soft_reach_drop`'s `margin` (the rig's Leg Stretch; REACH_MARGIN unless set): a leg the animation
+    has straight (extension 0.999) whose target is a little beyond reach. The pelvis drops less the higher
+    the setting, the leg never straighter than the setting plus the soft range's loose side; the default is
+    REACH_MARGIN, and a leg the animation bends is not straightened by a higher setting (EXT_SLACK)."""
+    up = np.array([[0.0, 0.0, 1.0]])
+    one, none = np.ones(1), np.zeros(1)
+
+    def leg_after(margin, extension=0.999):
+        hip = np.array([[0.0, 0.0, 1.01]])  # the target at the origin: 1% of the leg beyond full stretch
+        plan = model.FootPlan(np.ones(1, dtype=bool), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0, 0.0]]), hip, one,
+                              one * extension, none, none, none, none, one > 0)
+        args = () if margin is None else (margin,)
+        drop = float(model.soft_reach_drop([plan], none, up, *args)[0][0])
+        assert drop < 0.0  # the pelvis is lowered, never raised
+        return 1.01 + drop  # how far the hip is from the target after the drop (x leg)
+
+    default, low, high = leg_after(None), leg_after(0.9), leg_after(1.0)
+    assert default == leg_after(tuning.REACH_MARGIN)
+    assert low < default < high <= 1.0 + tuning.SOFT_REACH * tuning.SOFT_LOOSE + 1e-12
+    assert high - default > 0.015  # straighter by about the difference of the settings (0.02 of the leg)
+    assert leg_after(1.0, extension=0.9) == leg_after(tuning.REACH_MARGIN, extension=0.9)  # bent as animated
+
+
 def test_a_foot_in_the_air_turns_toe_up_instead_of_lifting_its_ankle():
     """`model.toe_pitch`: the turn about the ankle that raises the toe by what it needs beyond the heel,
     none when the heel needs as much (or a ray missed), at most MAX_PITCH."""

@@ -142,6 +142,7 @@ finite32 = st.floats(allow_nan=False, allow_infinity=False, width=32)
 setting_values = st.fixed_dictionaries({
     "floor_height": st.one_of(finite32, st.floats(-2.0, 2.0)),
     "softness": st.floats(0.0, 0.5),
+    "leg_stretch": st.floats(0.9, 1.0),
     "body_follow": st.booleans(),
     "limbs": st.lists(st.fixed_dictionaries({
         "weight": st.floats(0.0, 1.0),
@@ -161,7 +162,7 @@ def test_any_settings_give_a_finite_pose_with_bones_of_their_length(planted, val
     name, leg, lengths = planted
     obj = bpy.data.objects[name]
     s = props.settings(obj)
-    for key in ("floor_height", "softness", "body_follow"):
+    for key in ("floor_height", "softness", "leg_stretch", "body_follow"):
         setattr(s, key, values[key])
     for limb, lv in zip(s.limbs, values["limbs"]):
         for key, value in lv.items():

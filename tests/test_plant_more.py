@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scenes
 from mathutils import Euler, Matrix, Quaternion, Vector
-from test_plant_feet import _plant, _sole_points, _walker
+from test_plant_feet import LEG_LIMBS, _plant, _sole_points, _walker
 
 setup = harness.module("core.setup")
 contacts = harness.module("core.contacts")
@@ -657,3 +657,42 @@ def test_the_floor_is_the_level_the_feet_hold_not_a_glitch_frame():
     assert deep[0][1] == pytest.approx(0.3, abs=0.05)
     assert "30% of the leg under the floor" in setup.deep_dip_warning(deep)
     assert dip(held) == pytest.approx(clean - 0.3 * leg, abs=0.02 * leg)  # held as long as a stance: the floor
+
+
+def test_leg_stretch_keeps_a_standing_idle_straighter_in_live_preview_and_bake_alike():
+    """Leg Stretch (the rig's `leg_stretch`, REACH_MARGIN by default): how straight a leg on the ground may be
+    before the pelvis is lowered for it. The metarig standing (knees bent about 10 degrees) on flat ground at
+    its soles: its feet are put down onto the ground (the heel's hover taken off), so the pelvis must come
+    down, and the default bends its knees to about 28 degrees; at 1.0 they stay bent under 21, at 0.9 over 45.
+    The setting takes at once in live preview, and the bake gives the pose live preview shows."""
+    bake = harness.module("core.bake")
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_stance(obj)
+    setup.apply_detection(obj, LEG_LIMBS)
+    scene = bpy.context.scene
+    scene.frame_set(10)
+    source = scenes.knee_bend(obj, "L")
+    soles = [(obj.matrix_world @ obj.pose.bones[f"toe.{side}"].tail).z for side in "LR"]
+    terrain = scenes.flat(scenes.leg_length(obj), height=min(soles))
+    _plant(obj, terrain)
+    s = props.settings(obj)
+    assert s.leg_stretch == pytest.approx(harness.module("core.tuning").REACH_MARGIN)
+    bends = {}
+    for value in (s.leg_stretch, 1.0, 0.9):
+        s.leg_stretch = value
+        scene.frame_set(11)
+        scene.frame_set(10)
+        bends[round(value, 2)] = scenes.knee_bend(obj, "L")
+    assert 5.0 < source < 15.0 and bends[0.98] > source + 10.0, (source, bends)
+    assert source < bends[1.0] < 21.0 and bends[1.0] < bends[0.98] - 5.0 and bends[0.9] > 45.0, (source, bends)
+    s.leg_stretch = 1.0
+    scene.frame_set(11)
+    scene.frame_set(10)
+    live_bend = scenes.knee_bend(obj, "L")
+    bake.BakeJob([obj], scene.frame_start, scene.frame_end, scene).finish()
+    assert bake.is_baked(obj.animation_data.action)
+    s.live_preview = False  # the keys alone pose it
+    scene.frame_set(11)
+    scene.frame_set(10)
+    assert scenes.knee_bend(obj, "L") == pytest.approx(live_bend, abs=1e-3)

@@ -486,6 +486,7 @@ def test_armature_turned_upside_down_by_a_negative_scale_is_refused(scale, capfd
 @pytest.mark.parametrize("setting,value,message", [
     ("floor_height", math.nan, "Floor Height"),
     ("softness", math.nan, "Soft IK"),
+    ("leg_stretch", math.nan, "Leg Stretch"),
     ("limbs[0].ray_length", math.nan, "Ray Length"),
     ("limbs[0].foot_offset", math.nan, "Sole Height"),
     ("limbs[1].weight", math.nan, "Weight"),
