@@ -482,6 +482,9 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
     warnings = measure.warnings(obj, found)
     for w in warnings:
         print(f"contact_ik: warning: {pathlib.Path(path).name}: {w}", file=sys.stderr)
+    notes = measure.stance_notes(obj, found)
+    for n in notes:
+        print(f"contact_ik: note: {pathlib.Path(path).name}: {n}", file=sys.stderr)
     t_measure = time.perf_counter()
     if out is not None:
         bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True, check_existing=False)
@@ -513,6 +516,8 @@ def bake_file(path: str, args: argparse.Namespace, write: bool = True) -> dict:
         # The frames planned on either side as cuts (`contacts.cuts_found`): [frame, longest ankle jump in legs].
         "cuts": [[f, j] for f, j in contacts.cuts_found(obj)],
         "warnings": warnings,
+        # What the user should know without it being a warning (`measure.stance_notes`): the exit code stays.
+        "notes": notes,
         "timings": {"load_s": t_load - t0, "bake_s": t_bake - t_load, "measure_s": t_measure - t_bake,
                     "save_s": t_end - t_measure, "total_s": t_end - t0,
                     "bake_ms_per_frame": 1000.0 * (t_bake - t_load) / max(1, len(frames))},

@@ -313,11 +313,15 @@ def use_source(obj: bpy.types.Object) -> Optional[bpy.types.Action]:
     anim.assign(obj, source, getattr(anim.slot_of(obj), "identifier", None))
     assert baked is not None
     baked.use_fake_user = True  # keep the bake too: one click away the other way
-    # Channels the source does not key would keep the bake's last values: give them their values from
-    # before the bake.
-    for key, values in dict(baked.get(UNKEYED_KEY, {})).items():
+    unkeyed_back(obj, baked)
+    return source
+
+
+def unkeyed_back(obj: bpy.types.Object, baked: Optional[bpy.types.Action]) -> None:
+    """Channels the source does not key would keep the bake's last values once the source plays: give them
+    their values from before the bake (stored on the bake, `UNKEYED_KEY`)."""
+    for key, values in dict(baked.get(UNKEYED_KEY, {}) if baked is not None else {}).items():
         bone, _sep, prop = str(key).rpartition("|")
         if bone in obj.pose.bones and prop in live.PROPS:  # stored in the file: only the channels Contact IK writes
             setattr(obj.pose.bones[bone], prop, list(values))
-    return source
 

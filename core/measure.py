@@ -371,6 +371,12 @@ class FootQuality:
     # source's on flat ground.
     identity_frame: int = -1
     identity_held: str = ""
+    # Standing straight: over the source contacts' frames where the source's knee is bent less than
+    # STRAIGHT_KNEE degrees, the most our knee is bent beyond it (degrees, 0: none such), and the two bends on
+    # that frame. A figure for the report and the Leg Stretch note (`notes`), not a target.
+    straight_knee_extra_deg: float = 0.0
+    straight_knee_deg: float = 0.0
+    straight_knee_source_deg: float = 0.0
 
     @property
     def penetration_rel(self) -> float:
@@ -447,6 +453,37 @@ def held_frames(obj: bpy.types.Object, frames: Sequence[int], fps: float) -> dic
     return out
 
 
+# A knee the source bends less than this (degrees) stands straight (`FootQuality.straight_knee_extra_deg`).
+STRAIGHT_KNEE = 15.0
+
+
+def knee_bends(knee: Sequence[Any]) -> np.ndarray:
+    """Per frame, how far the knee is bent (degrees, 0-180): the turn of the shin's axis (its local Y) from the
+    thigh's, from `Samples.knee` (the shin's rotation in the thigh's frame), its twist about that axis left out,
+    a quaternion and its negation alike."""
+    if not len(knee):
+        return np.zeros(0)
+    q = np.array([tuple(k) for k in knee], dtype=np.float64)
+    cos = 1.0 - 2.0 * (q[:, 1] ** 2 + q[:, 3] ** 2)  # the Y axis turned by q, along Y
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))  # type: ignore[no-any-return]
+
+
+def _straight_knee(ours: Sequence[Any], source: Sequence[Any], contacts: Sequence[tuple[int, int]]) -> tuple[float, float, float]:
+    """`FootQuality.straight_knee_*`: (most bent beyond the source's, ours, the source's) in degrees over the
+    source `contacts`' frames where the source's knee stands straight (STRAIGHT_KNEE); zeros for none."""
+    bend, sbend = knee_bends(ours), knee_bends(source)
+    if len(bend) != len(sbend) or not len(bend):
+        return 0.0, 0.0, 0.0
+    judged = np.zeros(len(bend), dtype=bool)
+    for a, b in contacts:
+        judged[a:b + 1] = True
+    judged &= sbend < STRAIGHT_KNEE
+    if not judged.any():
+        return 0.0, 0.0, 0.0
+    k = int(np.argmax(np.where(judged, bend - sbend, -np.inf)))
+    return max(0.0, float(bend[k] - sbend[k])), float(bend[k]), float(sbend[k])
+
+
 def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str, float], ground: Any,
             fps: float, held: Optional[dict[str, np.ndarray]] = None) -> list[FootQuality]:
     """The independent figures of `ours` on `ground`, against the source's own on its floor; with `held`
@@ -506,6 +543,7 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
         for a, b in contacts:
             excluded[a:b + 1] |= contact_drift(src.ball, a, b) > IDENTITY_TOLERANCE * leg
         moved = np.linalg.norm(got.skeleton() - src.skeleton(), axis=2).max(axis=1)
+        straight = _straight_knee(got.knee, src.knee, contacts)
         identity, identity_frame, identity_held = 0.0, -1, ""
         if (~excluded).any():
             identity_frame = int(np.argmax(np.where(excluded, -np.inf, moved)))
@@ -524,7 +562,7 @@ def compare(source: dict[str, Samples], ours: dict[str, Samples], legs: dict[str
                                src_hover / leg, skate / leg, skate / leg * HUMAN_LEG_MM, src_skate / leg, kv, skv, ka,
                                ska, hv, shv, ha, sha, identity / leg, hover_frame, hover_held, skate_share,
                                max(0.0, judged_hover) / leg, pop_frame, pop_where, max(0.0, over_source) / leg,
-                               hover_contact, max(0.0, lasting) / leg, identity_frame, identity_held))
+                               hover_contact, max(0.0, lasting) / leg, identity_frame, identity_held, *straight))
     return out
 
 
@@ -574,11 +612,49 @@ def warnings(obj: bpy.types.Object, found: Sequence[FootQuality]) -> list[str]:
     return out
 
 
+# A standing knee bent this much (degrees) more than the source's, held at Leg Stretch's bend, gets a note
+# (`stance_notes`; a message, not tuned).
+BEND_NOTE = 12.0
+
+
+def stance_notes(obj: bpy.types.Object, found: Sequence[FootQuality]) -> list[str]:
+    """What a user should know about a run without it being a warning (the CLI's exit code stays): a leg the
+    animation holds straight on the ground that comes back bent more than BEND_NOTE degrees beyond it, at
+    about the bend Leg Stretch allows a leg on the ground (`reach_drop`), with how to keep it straighter."""
+    from .rig import settings
+
+    s = settings(obj)
+    margin = round(float(s.leg_stretch), 4)
+    if s.body_follow is False or not margin < 1.0:
+        return []
+    feet = {f.name: f for f in feet_of(obj)}
+    out = []
+    for q in found:
+        f = feet.get(q.limb)
+        if f is None or q.straight_knee_extra_deg <= BEND_NOTE:
+            continue
+        hip, knee, ankle = (obj.data.bones[n].head_local for n in (f.thigh, f.shin, f.foot))
+        a, b = (knee - hip).length, (ankle - knee).length
+        if a <= 0.0 or b <= 0.0:
+            continue
+        reach = margin * (a + b)
+        at_limit = 180.0 - math.degrees(math.acos(max(-1.0, min(1.0, (a * a + b * b - reach * reach) / (2.0 * a * b)))))
+        if q.straight_knee_deg < at_limit - 3.0:
+            continue  # bent by something else (the ground it stands on), not held at the limit
+        out.append(f"{q.limb}: standing on the ground, its knee is bent {q.straight_knee_deg:.0f} degrees where the "
+                   f"animation has {q.straight_knee_source_deg:.0f}: no leg on the ground is straighter than Leg "
+                   f"Stretch ({margin:g} of the leg, the knee bent about {at_limit:.0f} degrees), so the pelvis comes "
+                   "down instead. To keep a straight-legged stance straighter, raise Leg Stretch toward 1.0 (in the "
+                   "Contact IK panel, under Body Follows Ground; --leg-stretch on the command line), at the cost of "
+                   "knee pops on walks over uneven ground")
+    return out
+
+
 def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Sequence[int]) -> tuple[str, list[str]]:
     """Plant Feet's and Bake's figures, as the rigs play now, measured here (not the model's own): 'worst
     under the terrain 0.12% of the leg (1.1 mm, skinned mesh), worst skate 0.06% and hover 0.30% of the leg over 8
     source contacts (hover 0.10% above the source's own there), knee and hip peak speed 1.05x the source's', or
-    '' when no rig has feet on a terrain; and every rig's `warnings`."""
+    '' when no rig has feet on a terrain; and every rig's `warnings` and `stance_notes`."""
     from .ground import terrain_objects
     from .metrics import length_text
     from .rig import settings
@@ -593,7 +669,8 @@ def summary(objs: Sequence[bpy.types.Object], scene: bpy.types.Scene, frames: Se
             mine = []
             notes.append(f"{obj.name}: the result could not be measured ({type(exc).__name__}: {exc}); check it by eye")
         found += mine
-        notes += [f"{obj.name}: {w}" if len(objs) > 1 else w for w in warnings(obj, mine)]
+        said = warnings(obj, mine) + stance_notes(obj, mine)
+        notes += [f"{obj.name}: {w}" if len(objs) > 1 else w for w in said]
     if not found:
         return "", notes
     worst = max(found, key=lambda q: q.penetration_rel)

@@ -254,6 +254,11 @@ def playing_source(obj: bpy.types.Object, scene: bpy.types.Scene) -> Iterator[No
             anim.assign(obj, source, slot)
         elif over_nla:
             obj.animation_data.action = None
+        if source is not None or over_nla:
+            # The channels the source does not key, as they were before the bake (the bake keys them: playing
+            # it again after the block gives them its values back). Left at the bake's last values, they made
+            # a rig whose source keys only its body read the bake's knees as the source's.
+            bake.unkeyed_back(obj, action)
         try:
             yield
         finally:

@@ -194,6 +194,29 @@ def test_the_identitys_largest_move_is_placed_against_what_the_model_held():
     assert "moved" not in quality.miss_kinds(row)
 
 
+def test_a_straight_standing_knee_bent_beyond_the_sources_is_measured_where_the_source_stands():
+    """`measure.knee_bends`: the shin's turn from the thigh's axis, its twist left out, a quaternion and its
+    negation alike; `FootQuality.straight_knee_*`: over the source contacts' frames where the source's knee
+    is straighter than STRAIGHT_KNEE, the most ours is bent beyond it, with both bends there."""
+    import math
+
+    bend = Quaternion((1.0, 0.0, 0.0), math.radians(28.0))
+    twist = Quaternion((0.0, 1.0, 0.0), math.radians(40.0))
+    got = measure.knee_bends([bend, -bend, bend @ twist, Quaternion()])
+    assert np.allclose(got, [28.0, 28.0, 28.0, 0.0], atol=1e-4), got
+    source = {"L": _walk_samples()}
+    ours = {"L": _walk_samples()}
+    src_bends = [10.0] * 20 + [40.0] * 10 + [30.0] * 30  # straight over frames 0-19 of the contact (0-29)
+    our_bends = [28.0] * 15 + [12.0] * 5 + [70.0] * 10 + [90.0] * 30
+    source["L"].knee = [Quaternion((1.0, 0.0, 0.0), math.radians(b)) for b in src_bends]
+    ours["L"].knee = [Quaternion((1.0, 0.0, 0.0), math.radians(b)) for b in our_bends]
+    (q,) = measure.compare(source, ours, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert (q.straight_knee_extra_deg, q.straight_knee_deg, q.straight_knee_source_deg) == \
+        pytest.approx((18.0, 28.0, 10.0), abs=1e-3)  # not 30 (frames 20-29: the source bent) nor 60 (a swing)
+    (q,) = measure.compare(source, source, {"L": LEG}, measure.Plane(0.0), FPS)
+    assert q.straight_knee_extra_deg == 0.0
+
+
 def test_a_pop_is_placed_at_the_range_ends_a_landing_a_lift_off_or_in_what_the_model_holds():
     """Issue 20 (deliver 1, the kind of each miss): the frame of the larger of the knee's and the hip's peaks
     over the source's, and where it lies: the range's first or last 0.15 s, within 0.1 s of the model starting

@@ -664,7 +664,8 @@ def test_leg_stretch_keeps_a_standing_idle_straighter_in_live_preview_and_bake_a
     before the pelvis is lowered for it. The metarig standing (knees bent about 10 degrees) on flat ground at
     its soles: its feet are put down onto the ground (the heel's hover taken off), so the pelvis must come
     down, and the default bends its knees to about 28 degrees; at 1.0 they stay bent under 21, at 0.9 over 45.
-    The setting takes at once in live preview, and the bake gives the pose live preview shows."""
+    The setting takes at once in live preview, and the bake gives the pose live preview shows. Plant Feet says
+    when the knees are held at the setting's bend, with how to straighten them."""
     bake = harness.module("core.bake")
     harness.reset_scene()
     obj = scenes.metarig()
@@ -686,6 +687,18 @@ def test_leg_stretch_keeps_a_standing_idle_straighter_in_live_preview_and_bake_a
         bends[round(value, 2)] = scenes.knee_bend(obj, "L")
     assert 5.0 < source < 15.0 and bends[0.98] > source + 10.0, (source, bends)
     assert source < bends[1.0] < 21.0 and bends[1.0] < bends[0.98] - 5.0 and bends[0.9] > 45.0, (source, bends)
+    # Plant Feet and Bake say so (`measure.summary`'s notes), with how to keep the stance straighter: at the
+    # default, not at 1.0.
+    measure = harness.module("core.measure")
+    frames = list(range(scene.frame_start, scene.frame_end + 1))
+    for value, said in ((0.98, True), (1.0, False)):
+        s.leg_stretch = value
+        _text, notes = measure.summary([obj], scene, frames)
+        note = [n for n in notes if "Leg Stretch" in n]
+        assert bool(note) == said, notes
+        if said:
+            assert "Left Leg: standing on the ground, its knee is bent 28 degrees where the animation has 10" in note[0]
+            assert "raise Leg Stretch toward 1.0" in note[0] and "--leg-stretch" in note[0]
     s.leg_stretch = 1.0
     scene.frame_set(11)
     scene.frame_set(10)
@@ -696,3 +709,12 @@ def test_leg_stretch_keeps_a_standing_idle_straighter_in_live_preview_and_bake_a
     scene.frame_set(11)
     scene.frame_set(10)
     assert scenes.knee_bend(obj, "L") == pytest.approx(live_bend, abs=1e-3)
+    # Played as the measures play the source beside the bake: the knee the source does not key is the source's
+    # (as before the bake), not the bake's last value (it read 28 degrees, so no note was given after a bake).
+    with harness.module("core.metrics").playing_source(obj, scene):
+        scene.frame_set(11)
+        scene.frame_set(10)
+        assert scenes.knee_bend(obj, "L") == pytest.approx(source, abs=1e-3)
+    scene.frame_set(11)
+    scene.frame_set(10)
+    assert scenes.knee_bend(obj, "L") == pytest.approx(live_bend, abs=1e-3)  # and the bake plays again after
