@@ -241,6 +241,26 @@ def test_the_identity_misses_are_counted_by_what_the_model_held_at_the_largest_m
     assert table[2:] == ["| tuning | 2 | 1 | 1 | 0 | 1 |", "| check | 1 | 0 | 0 | 1 | 0 |"], table
 
 
+def test_standing_knees_bent_beyond_the_sources_are_counted_per_half():
+    """docs/quality.md's standing-knee line (`quality.straight_knee_lines`): per half, the runs with a foot
+    whose knee, where the source stands straight in a contact, is bent more than BEND_NOTE degrees beyond it,
+    the flat runs among them, and the largest such bend on flat ground, ours beside the source's."""
+    tune, check = corpus.TUNING[0], corpus.CHECK[0]
+
+    def run(clip: str, terrain: str, ours: float, source: float) -> dict:
+        row = _synthetic(clip, terrain)
+        row["feet"][0]["independent"].update(straight_knee_extra_deg=ours - source, straight_knee_deg=ours,
+                                             straight_knee_source_deg=source)
+        return row
+
+    rows = [run(tune, "flat", 28.0, 10.0), run(tune, "stairs", 90.0, 5.0), run(tune, "noise", 20.0, 10.0),
+            run(check, "flat", 12.0, 10.0)]
+    (line,) = quality.straight_knee_lines(rows)
+    assert "tuning half: 2 of 3 runs (1 of 1 flat runs); on flat ground at most 28 degrees where the source's is 10" \
+        in line, line
+    assert "check half: 0 of 1 runs (0 of 1 flat runs); on flat ground at most 12 degrees" in line, line
+
+
 def test_compare_counts_each_half_and_names_every_run_that_moved():
     """`tools/compare.py` (two runs of make quality): per declared half, the runs meeting each target before
     and after (the identity on flat runs only), each run that starts or stops meeting one with its figure,

@@ -436,6 +436,40 @@ def miss_kinds(row: dict[str, Any]) -> str:
     return " / ".join(parts) or "-"
 
 
+def straight_knee_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown: per declared half, on how many runs a foot standing straight in the source comes back with its
+    knee bent more than `measure.BEND_NOTE` degrees beyond the source's (`FootQuality.straight_knee_*`: over the
+    source contacts' frames where the source's knee is straighter than `measure.STRAIGHT_KNEE`), the same on
+    the flat runs, and the largest such bend, ours beside the source's."""
+    m = harness.module("core.measure")
+    parts = []
+    for half in ("tuning", "check"):
+        rs = [r for r in rows if corpus.half(r["clip"]) == half]
+        if not rs:
+            continue
+        feet = [(r, f["independent"]) for r in rs for f in r["feet"] if f.get("independent")]
+        bent = {id(r) for r, q in feet if q.get("straight_knee_extra_deg", 0.0) > m.BEND_NOTE}
+        flat = [r for r in rs if r["terrain"] == "flat"]
+        worst = max((q for r, q in feet if r["terrain"] == "flat"), key=lambda q: q.get("straight_knee_extra_deg", 0.0),
+                    default=None)
+        text = (f"{half} half: {len(bent)} of {len(rs)} runs ({sum(id(r) in bent for r in flat)} of {len(flat)} flat "
+                "runs)")
+        if worst is not None and worst.get("straight_knee_extra_deg", 0.0) > 0.0:
+            text += (f"; on flat ground at most {worst['straight_knee_deg']:.0f} degrees where the source's is "
+                     f"{worst['straight_knee_source_deg']:.0f}")
+        parts.append(text)
+    if not parts:
+        return []
+    return [f"Standing knees (a figure beside the targets, not a target): where the source's knee stands straighter "
+            f"than {m.STRAIGHT_KNEE:g} degrees in a source contact, ours bent more than {m.BEND_NOTE:g} degrees beyond "
+            "it, on at least one foot: " + " / ".join(parts) + ". Where the pelvis comes down (for a foot put onto "
+            "the ground, or a leg that would not reach), no leg on the ground is straighter than Leg Stretch (0.98 of "
+            "the leg by default: a knee of equal thigh and shin bends 23 degrees there, about 28 at the soft reach's "
+            "mean), so the knee bends instead; over the other terrains a foot on higher ground bends it too. Plant "
+            "Feet, Bake and the command line say so per leg where the knee is held at Leg Stretch's bend "
+            "(`measure.stance_notes`)."]
+
+
 def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown: the feet that miss hover and skate (independent), per declared half, by what the model held
     the foot on where the miss is worst (`miss_kinds`)."""
@@ -676,7 +710,8 @@ def markdown(rows: list[dict[str, Any]], seconds: float, source: str = "Every cl
     out += _halves_table(rows, verdict, TARGETS)
     out += ["", "Independent measure:", ""]
     out += _halves_table(rows, verdict_independent, INDEPENDENT_TARGETS)
-    lines = contradiction_lines(rows) + hover_over_source_lines(rows) + hover_lasting_lines(rows)
+    lines = (contradiction_lines(rows) + hover_over_source_lines(rows) + hover_lasting_lines(rows)
+             + straight_knee_lines(rows))
     for line in lines:
         out += ["", line]
     out += ["", "Where the independent hover and skate misses lie (feet, per half), against what the model held the "
