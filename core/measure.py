@@ -621,11 +621,10 @@ def stance_notes(obj: bpy.types.Object, found: Sequence[FootQuality]) -> list[st
     """What a user should know about a run without it being a warning (the CLI's exit code stays): a leg the
     animation holds straight on the ground that comes back bent more than BEND_NOTE degrees beyond it, at
     about the bend Leg Stretch allows a leg on the ground (`reach_drop`), with how to keep it straighter."""
-    from .rig import settings
+    from .rig import leg_stretch, settings
 
-    s = settings(obj)
-    margin = round(float(s.leg_stretch), 4)
-    if s.body_follow is False or not margin < 1.0:
+    margin = leg_stretch(obj)
+    if not settings(obj).body_follow or not margin < 1.0:
         return []
     feet = {f.name: f for f in feet_of(obj)}
     out = []

@@ -20,7 +20,7 @@ from .anatomy import bound_meshes, sole_of
 from .checks import limb_is_usable
 from .contacts import contact_values, locks_over
 from .model import LockTrack, place_footprints
-from .rig import anim_paths, bone_names, chain_length, object_moves, rest_leg_length, settings
+from .rig import anim_paths, bone_names, chain_length, leg_stretch, object_moves, rest_leg_length, settings
 
 if TYPE_CHECKING:
     import bpy
@@ -192,9 +192,7 @@ class RigReader:
         self.pelvis = find(s.pelvis_bone) if s.body_follow else -1
         self.floor = s.floor_height
         self.softness = s.softness
-        # Leg Stretch, to the 4th place: the setting is single precision, and its default is the model's own
-        # REACH_MARGIN to the last bit.
-        self.reach_margin = round(float(s.leg_stretch), 4)
+        self.reach_margin = leg_stretch(obj)
         self.detect_cuts = s.detect_cuts
         paths = anim_paths(obj)
         moves = object_moves(obj, paths)

@@ -28,6 +28,12 @@ def settings(obj: bpy.types.Object) -> ContactIKSettings:
     return obj.contact_ik  # type: ignore[attr-defined,no-any-return]
 
 
+def leg_stretch(obj: bpy.types.Object) -> float:
+    """The rig's Leg Stretch (`reach_drop`'s margin), to the 4th place: the setting is single precision, and
+    its default is the model's own REACH_MARGIN to the last bit."""
+    return round(float(settings(obj).leg_stretch), 4)
+
+
 # Up is the scene's world Z, whatever the armature object's rotation, scale or parents and whatever the
 # convention of the file it came from: the floor, contacts, rays and reports are all in world space.
 UP = (0.0, 0.0, 1.0)
