@@ -309,6 +309,13 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         name="Length", description="Chain length in the rest pose (measured at detection)", default=0.0, min=0.0,
         subtype="DISTANCE", unit="LENGTH",
     )
+    hinge: FloatVectorProperty(  # type: ignore[valid-type]
+        update=_settings_changed, name="Knee Hinge", size=3,
+        description="The line the animation bends this leg's knee about, in its thigh bone's own frame, pointing "
+        "so the knee bends forward across it (measured by Detect Contacts and Plant Feet). A nearly straight "
+        "knee that must bend does so about it. Zero (or not a number): not measured, the knee bends where the foot "
+        "points",
+    )
 
 
 class ContactIKSettings(bpy.types.PropertyGroup):

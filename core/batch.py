@@ -24,6 +24,7 @@ from ..solvers.rotations import (
     channel_quat,
     linear_inv,
     mat_to_quat,
+    norm,
     q_between,
     qconj,
     qmat,
@@ -513,9 +514,14 @@ class BatchRig(RigReader):
                               xform(frame[:, s[lb.chain[-1]]], np.array([0.0, lb.tail_length, 0.0])) for lb in limbs])
         end = np.concatenate([frame[:, s[lb.end if lb.end >= 0 else lb.chain[-1]]] for lb in limbs])
         moved = np.concatenate([shift] * len(limbs))
+        # A leg's knee hinge carried by its thigh, frame by frame (NaN where not measured).
+        hinge = None
+        if any(lb.hinge is not None for lb in limbs):
+            hinge = np.concatenate([_hinge_world(frame[:, s[lb.chain[0]], :3, :3], lb.hinge) for lb in limbs])
         pole = model.fk_plane_pole(np.concatenate([frame[:, s[lb.chain[0]], :3, 3] for lb in limbs]) + moved,
                                    last[:, :3, 3] + moved, tip + moved, end,
-                                   foot=np.repeat([lb.kind == "FOOT" and lb.end >= 0 for lb in limbs], n))
+                                   foot=np.repeat([lb.kind == "FOOT" and lb.end >= 0 for lb in limbs], n),
+                                   hinge=hinge)
         for k, j in enumerate(auto):
             out[id(j)] = (pole[k * n:(k + 1) * n], True)
         return out
@@ -717,6 +723,15 @@ def _finish_all(jobs: list[tuple[BatchRig, _Staged]]) -> list[Channels]:
         for i, got in zip(batch, _solve_closed_rows([begun[i].rows for i in batch])):  # type: ignore[misc]
             solved[i] = got
     return [part._finish_end(f, got) for (part, _st), f, got in zip(jobs, begun, solved)]
+
+
+def _hinge_world(thigh: np.ndarray, hinge: Optional[np.ndarray]) -> np.ndarray:
+    """A knee's hinge (`LimbSpec.hinge`, in the thigh's frame) in world space on each frame of `thigh` (its
+    world rotation and scale, (N, 3, 3)); NaN rows for none."""
+    if hinge is None:
+        return np.full((len(thigh), 3), np.nan)
+    axes = thigh / np.maximum(norm(thigh, axis=1), 1e-12)[:, None, :]  # its columns unit: scale out
+    return np.einsum("nij,j->ni", axes, hinge)  # type: ignore[no-any-return]
 
 
 def _solve_closed_rows(parts: list[_Rows]) -> list[_Solved]:

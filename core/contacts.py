@@ -34,8 +34,8 @@ import numpy as np
 from . import state
 from .anatomy import ball_world, sole_of, sole_world
 from .checks import limb_is_usable
-from .model import LockTrack, cuts, held_turn_angle, smoothstep
-from .rig import settings, world_scale
+from .model import LockTrack, cuts, held_turn_angle, knee_hinge, smoothstep
+from .rig import bone_names, settings, world_scale
 from .tuning import (
     BALL_JUMP,
     BASELINE_WINDOW,
@@ -147,6 +147,13 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
     for d in out.values():
         if centre is not None:
             d["body"] = centre
+    # A leg of two bones: its knee's plane in its thigh's own frame and its bend, frame by frame, for the
+    # knee's hinge (`model.knee_hinge`).
+    chains = {i: bone_names(lb) for i, lb in feet}
+    legs = {i: (names[0], names[-1]) for i, names in chains.items()
+            if len(names) == 2 and all(b in obj.pose.bones for b in names)}
+    for i in legs:
+        out[i]["knee_normal"], out[i]["knee_bend"] = np.full((n, 3), np.nan), np.zeros(n)
     with state.paused([obj], scene):
         soles = {i: sole_of(obj, lb.end_bone, lb.toe_bone, lb.foot_offset) for i, lb in feet}
         for k, f in enumerate(range(start, end + 1)):
@@ -168,6 +175,15 @@ def sample_feet(obj: bpy.types.Object, scene: bpy.types.Scene, start: int, end: 
                 # lower of the ball and the toe tip) tells when it is down.
                 d["ball"][k] = ball_world(obj, lb.toe_bone, soles[i], pts, mw)
                 d["front_z"][k] = min(d["ball"][k][2], pts[-1].z)
+                if i in legs:
+                    thigh, shin = pbs[legs[i][0]], pbs[legs[i][1]]
+                    upper = mw @ shin.head - mw @ thigh.head
+                    lower = mw @ pbs[lb.end_bone].head - mw @ shin.head
+                    normal = upper.cross(lower)
+                    if normal.length > 0.0:
+                        frame = (mw @ thigh.matrix).to_3x3().normalized()  # its columns unit: scale out
+                        d["knee_normal"][k] = frame.transposed() @ normal.normalized()
+                        d["knee_bend"][k] = upper.angle(lower)
     fps = fps_of(scene)
     for d in out.values():
         step = np.diff(d["ankle"], axis=0) * fps
@@ -376,6 +392,7 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
     total = 0
     scale = world_scale(obj)
     cut = cut_rows(obj, samples, fps)
+    measure_hinges(obj, samples)
     for i, d in samples.items():
         limb = s.limbs[i]
         leg = (limb.length or 1.0) * scale  # world units, as the samples
@@ -440,6 +457,21 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
             last = b
             total += 1
     return total
+
+
+def hinge_measured(limb: bpy.types.PropertyGroup) -> bool:
+    """Whether a foot's knee hinge (`ContactIKLimb.hinge`) holds a measure: finite and not zero."""
+    h = tuple(limb.hinge)
+    return all(math.isfinite(v) for v in h) and any(v != 0.0 for v in h)
+
+
+def measure_hinges(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]]) -> None:
+    """Every sampled foot's knee hinge (`model.knee_hinge`) from `samples` (`sample_feet`), into its limb's
+    `hinge`: zero where the leg is not of two bones or its knee is never bent enough to show one."""
+    limbs = settings(obj).limbs
+    for i, d in samples.items():
+        hinge = knee_hinge(d["knee_normal"], d["knee_bend"]) if "knee_normal" in d else None
+        limbs[i].hinge = tuple(hinge) if hinge is not None else (0.0, 0.0, 0.0)
 
 
 def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> None:

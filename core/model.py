@@ -43,6 +43,7 @@ from .tuning import (
     FOOT_STEP,
     FORWARD_BIAS,
     GROUND_JUMP,
+    HINGE_BEND,
     LIFT_SPEED,
     MAX_HELD_TURN,
     MAX_LINE_GRADE,
@@ -729,14 +730,34 @@ def toe_pitch(heel: np.ndarray, toe: np.ndarray, heel_need: np.ndarray, toe_need
     return q, has
 
 
+def knee_hinge(normals: np.ndarray, bends: np.ndarray) -> Optional[np.ndarray]:
+    """The line a leg's knee bends about, in its thigh's own frame (unit), from the animation: `normals`
+    (N, 3), per frame the unit normal of the plane of hip, knee and ankle in the thigh's frame (thigh x
+    shin), and `bends` (N,), the knee's bend off straight there (radians). The principal axis of the
+    normals of the frames bent more than HINGE_BEND, each weighed by the square of the sine of its bend
+    (a straight knee's plane is the capture's jitter), pointing to the side most of the bend is on (the
+    knee bends toward `a` x hinge, `a` from hip to ankle; `fk_plane_pole`). None where no frame is bent
+    that far."""
+    normals = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    bends = np.asarray(bends, dtype=np.float64).reshape(-1)
+    ok = np.isfinite(normals).all(1) & np.isfinite(bends) & (bends > HINGE_BEND) & (bends < math.pi)
+    if not ok.any():
+        return None
+    n, w = normals[ok], np.sin(bends[ok]) ** 2
+    _vals, vecs = np.linalg.eigh(np.einsum("k,ki,kj->ij", w, n, n))
+    h = vecs[:, -1]
+    return -h if float(w @ (n @ h)) < 0.0 else h  # type: ignore[no-any-return]
+
+
 def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame: Optional[np.ndarray],
-                  foot: Any) -> np.ndarray:
+                  foot: Any, hinge: Optional[np.ndarray] = None) -> np.ndarray:
     """A pole in the plane the animation bends a two-bone limb in (hip, knee, ankle), a chain length out
-    from the middle: the knee keeps pointing where the FK pointed it. For a leg (`foot`), the end bone's
-    forward axis keeps the knee in front: a knee the animation overextends backwards is mirrored forward
-    and a straight leg bends where the foot points, continuously (no switch, so no flip from frame to
-    frame). `foot`: one for all rows, or per row. NaN rows where there is no plane (an arm with no bend):
-    the solver then ignores them."""
+    from the middle: the knee keeps pointing where the FK pointed it. For a leg (`foot`), its front keeps the
+    knee in front: a knee the animation overextends backwards is mirrored forward and a straight leg bends to
+    its front, continuously (no switch, so no flip from frame to frame). The front is across the knee's
+    `hinge` (world, (N, 3), `knee_hinge` carried by the thigh; NaN rows: none), the side it bends to, and
+    where there is no hinge, where the foot points (the end bone's forward axis). `foot`: one for all rows,
+    or per row. NaN rows where there is no plane (an arm with no bend): the solver then ignores them."""
     axis = tip - hip
     alen = norm(axis, axis=1)
     a = axis / np.where(alen > 0, alen, 1.0)[:, None]
@@ -747,6 +768,15 @@ def fk_plane_pole(hip: np.ndarray, knee: np.ndarray, tip: np.ndarray, end_frame:
     if foot.any() and end_frame is not None:
         fwd = end_frame[:, :3, 1]
         fwd = fwd - a * _dot(fwd, a)[:, None]
+        if hinge is not None:
+            # Across the knee's own hinge, to the side it bends to: a knee bends about its hinge, so a straight
+            # leg made to bend does so in the plane it bends in elsewhere, not where the foot happens to point
+            # (a standing idle whose capture has the knees locked slightly back and out: its knee turned about
+            # a line up to 115 degrees off its hinge, the speed of that turn 4-6x the source's peak).
+            across = cross(a, hinge)
+            alen_h = norm(across, axis=1)
+            usable = np.isfinite(alen_h) & (alen_h > 0.5)
+            fwd = np.where(usable[:, None], across / np.where(usable, alen_h, 1.0)[:, None], fwd)
         flen = norm(fwd, axis=1)
         has = flen > 1e-9 * leg
         f = fwd / np.where(has, flen, 1.0)[:, None]

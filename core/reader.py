@@ -72,6 +72,8 @@ class LimbSpec:
     # How much of a move of the pelvis the control's parent takes along (`pelvis_follow`): 0 for a control
     # under the rig's root, 1 for one under the pelvis.
     control_follow: float = 0.0
+    # A leg's knee hinge in its thigh's frame (`ContactIKLimb.hinge`, unit), None where not measured.
+    hinge: Optional[np.ndarray] = None
 
     @property
     def closed_form(self) -> bool:
@@ -225,6 +227,9 @@ class RigReader:
                 weights=np.empty(rows), targets=np.empty((rows, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((rows, 3)) if pole_object is not None else None,
             )
+            hinge = np.array(tuple(lb.hinge), dtype=np.float64)
+            if lb.kind == "FOOT" and len(names) == 2 and np.isfinite(hinge).all() and np.linalg.norm(hinge) > 0.5:
+                spec.hinge = hinge / np.linalg.norm(hinge)
             if lb.kind == "FOOT" and terrain is not None:
                 spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names, lb.end_bone))
             if lb.control_bone:

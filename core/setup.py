@@ -151,14 +151,19 @@ def detect_floor(obj: bpy.types.Object, scene: bpy.types.Scene, deep: Optional[l
 def floor_and_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, floor: bool = True, find: bool = True,
                        deep: Optional[list[tuple[int, float]]] = None) -> None:
     """The animation's floor (`detect_floor`, with `floor`; `deep` as there) and every foot's contacts
-    (`contacts.detect_contacts`, with `find`), from one sweep over the scene's frame range."""
-    if not (floor or find):
+    (`contacts.detect_contacts`, with `find`), from one sweep over the scene's frame range. Without `find`, the
+    knee hinge of a foot that has none measured is measured (`contacts.measure_hinges`): contacts kept from
+    before (edited, or found by an earlier version) keep a knee from bending where the foot points."""
+    unmeasured = any(lb.enabled and lb.kind == "FOOT" and not contacts.hinge_measured(lb) for lb in settings(obj).limbs)
+    if not (floor or find or unmeasured):
         return
     samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end)
     if floor:
         settings(obj).floor_height = detect_floor(obj, scene, deep=deep, samples=samples)
     if find:
         contacts.detect_contacts(obj, scene, samples=samples)
+    elif unmeasured:
+        contacts.measure_hinges(obj, samples)
 
 
 def deep_dip_warning(deep: Sequence[tuple[int, float]]) -> str:

@@ -779,3 +779,48 @@ def test_a_foot_with_no_contacts_crosses_a_step_edge_in_the_air_over_several_fra
                             np.zeros(40), fps)
     for name in ("target", "correction", "floor", "touch", "pinned"):
         assert np.allclose(getattr(chunk, name), getattr(plan, name)[part], atol=1e-9), name
+
+
+def test_the_knees_hinge_is_the_line_it_bends_about_pointing_to_the_side_it_bends_to():
+    """`model.knee_hinge`: the principal axis of the knee planes' normals (thigh frame) over the frames bent more
+    than HINGE_BEND, weighed by how far each is bent. The capture's jitter off a straight leg (normals any which
+    way, bends under HINGE_BEND) and a few frames overextended backwards (the normal reversed) do not turn it,
+    and it points to the side most of the bending is on; no frame bent that far: none."""
+    rng = np.random.default_rng(7)
+    hinge = np.array([0.6, 0.0, 0.8])
+    n = 400
+    normals = hinge + rng.normal(0.0, 0.05, (n, 3))
+    bends = rng.uniform(math.radians(10.0), math.radians(90.0), n)
+    normals[:40] *= -1.0  # overextended backwards, a little
+    bends[:40] = math.radians(6.0)
+    normals[40:140] = rng.normal(0.0, 1.0, (100, 3))  # nearly straight: its plane is noise
+    bends[40:140] = rng.uniform(0.0, 0.9 * tuning.HINGE_BEND, 100)
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    got = model.knee_hinge(normals, bends)
+    assert got is not None and float(got @ hinge) > 0.995, got
+    assert float(model.knee_hinge(-normals, bends) @ hinge) < -0.995  # bent the other way most of the time
+    assert model.knee_hinge(normals[40:140], bends[40:140]) is None
+    assert model.knee_hinge(np.full((3, 3), np.nan), np.full(3, np.nan)) is None
+
+
+def test_a_nearly_straight_knee_bends_across_its_hinge_and_a_bent_one_in_its_own_plane():
+    """`model.fk_plane_pole` with a knee hinge: a leg almost straight (bent 2 degrees, a little backwards) whose
+    foot points sideways bends across its hinge, to the side the hinge says, not where the foot points; without
+    a hinge (NaN rows) it bends where the foot points, as before. A leg bent well off straight keeps the plane
+    the animation bends it in either way."""
+    hip = np.array([[0.0, 0.0, 1.0]] * 2)
+    tip = np.array([[0.0, 0.0, 0.0]] * 2)
+    back = 0.5 * math.sin(math.radians(1.0))
+    knee = np.array([[0.0, back, 0.5], [0.0, -0.25, 0.5]])  # nearly straight (knee behind), bent forward
+    end = np.repeat(np.eye(4)[None], 2, axis=0)
+    end[:, :3, 1] = (1.0, 0.0, 0.0)  # the foot points along +X
+    hinge = np.array([[1.0, 0.0, 0.0]] * 2)  # a = -Z: the knee bends toward a x hinge = -Y
+    with_hinge = model.fk_plane_pole(hip, knee, tip, end, True, hinge=hinge)
+    without = model.fk_plane_pole(hip, knee, tip, end, True, hinge=np.full((2, 3), np.nan))
+    assert np.allclose(without, model.fk_plane_pole(hip, knee, tip, end, True))
+    mid = 0.5 * (hip + tip)
+    d_with = (with_hinge - mid) / np.linalg.norm(with_hinge - mid, axis=1)[:, None]
+    d_without = (without - mid) / np.linalg.norm(without - mid, axis=1)[:, None]
+    assert d_with[0] @ np.array([0.0, -1.0, 0.0]) > 0.99, d_with[0]
+    assert d_without[0] @ np.array([1.0, 0.0, 0.0]) > 0.6, d_without[0]
+    assert d_with[1] @ np.array([0.0, -1.0, 0.0]) > 0.99 and d_without[1] @ np.array([0.0, -1.0, 0.0]) > 0.95

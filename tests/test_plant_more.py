@@ -718,3 +718,53 @@ def test_leg_stretch_keeps_a_standing_idle_straighter_in_live_preview_and_bake_a
     scene.frame_set(11)
     scene.frame_set(10)
     assert scenes.knee_bend(obj, "L") == pytest.approx(live_bend, abs=1e-3)  # and the bake plays again after
+
+
+def _off_hinge(obj: bpy.types.Object, side: str) -> float:
+    """How far (degrees) the metarig's knee on `side` bends off its own hinge as posed now: the angle between
+    the normal of the plane of thigh and shin and the thigh's X axis (the metarig's knee hinge), either sign."""
+    pb = obj.pose.bones
+    thigh, shin = pb[f"thigh.{side}"].matrix.to_3x3(), pb[f"shin.{side}"].matrix.to_3x3()
+    normal = thigh.col[1].cross(shin.col[1]).normalized()
+    return math.degrees(math.acos(min(1.0, abs(normal.dot(thigh.col[0].normalized())))))
+
+
+def test_a_straight_knee_made_to_bend_bends_about_its_own_hinge_not_where_the_foot_points():
+    """A leg the animation keeps almost straight (the metarig standing, knees bent about 10 degrees) bends
+    more once its foot is put down on the ground (the heel's hover taken off, the pelvis lowered). Its shins
+    are twisted 40 degrees, so the feet point off to the side while the knees still bend straight ahead about
+    their hinge (the thigh's X axis). Plant Feet measures that hinge (`ContactIKLimb.hinge`, in the thigh's
+    own frame), and the knee bends about it: before, a nearly straight knee bent where its foot pointed, its
+    shin turning sideways off the thigh's hinge (a skinned knee twists; on a standing idle capture the knee's
+    turn was 4-6x the source's peak speed). With the hinge set to zero (not measured) it still does."""
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_stance(obj)
+    for side in "LR":
+        shin = obj.pose.bones[f"shin.{side}"]
+        shin.rotation_mode = "QUATERNION"
+        shin.rotation_quaternion = Quaternion((0.0, 1.0, 0.0), math.radians(40.0))
+        shin.keyframe_insert("rotation_quaternion", frame=1)
+    setup.apply_detection(obj, LEG_LIMBS)
+    scene = bpy.context.scene
+    scene.frame_set(10)
+    source = {side: scenes.knee_bend(obj, side) for side in "LR"}
+    assert all(_off_hinge(obj, side) < 1.0 for side in "LR")  # the animation bends each knee about its hinge
+    soles = [(obj.matrix_world @ obj.pose.bones[f"toe.{side}"].tail).z for side in "LR"]
+    _plant(obj, scenes.flat(scenes.leg_length(obj), height=min(soles)))
+    s = props.settings(obj)
+    legs = {lb.name: lb for lb in s.limbs if lb.kind == "FOOT"}
+    for lb in legs.values():  # measured: the thigh's X axis, pointing so the knee bends forward across it
+        assert abs(Vector(lb.hinge).dot(Vector((1.0, 0.0, 0.0)))) > 0.99, tuple(lb.hinge)
+    scene.frame_set(11)
+    scene.frame_set(10)
+    bent = {side: scenes.knee_bend(obj, side) for side in "LR"}
+    off = {side: _off_hinge(obj, side) for side in "LR"}
+    assert all(bent[side] > source[side] + 10.0 for side in "LR"), (source, bent)
+    assert all(off[side] < 2.0 for side in "LR"), off
+    for lb in legs.values():
+        lb.hinge = (0.0, 0.0, 0.0)
+    scene.frame_set(11)
+    scene.frame_set(10)
+    unmeasured = {side: _off_hinge(obj, side) for side in "LR"}
+    assert all(unmeasured[side] > 15.0 for side in "LR"), unmeasured

@@ -928,3 +928,20 @@ def test_plant_feet_warns_when_no_ground_is_under_the_feet(capfd):
     terrain.location.x -= 100.0 * leg
     result, msg = _op("plant_feet", capfd)
     assert result == {"FINISHED"} and "No ground under the feet" not in msg, msg
+
+
+def test_a_knee_hinge_that_is_not_a_number_is_taken_as_not_measured_and_plant_feet_measures_it_again(capfd):
+    """`ContactIKLimb.hinge` set to NaN from a script: live preview and the bake read it as not measured (the
+    knee bends where the foot points), never writing NaN; Plant Feet measures it again."""
+    obj, terrain, _leg = _walker("flat")
+    _select(obj, terrain)
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    s = props.settings(obj)
+    measured = tuple(s.limbs[0].hinge)
+    assert math.isclose(math.hypot(*measured), 1.0, abs_tol=1e-4), measured
+    s.limbs[0].hinge = (math.nan, math.nan, math.nan)
+    for f in (2, 3):
+        bpy.context.scene.frame_set(f)
+        assert _all_finite(obj), f
+    assert bpy.ops.contact_ik.plant_feet() == {"FINISHED"}
+    assert tuple(s.limbs[0].hinge) == pytest.approx(measured, abs=1e-6)
