@@ -459,12 +459,6 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
     return total
 
 
-def hinge_measured(limb: bpy.types.PropertyGroup) -> bool:
-    """Whether a foot's knee hinge (`ContactIKLimb.hinge`) holds a measure: finite and not zero."""
-    h = tuple(limb.hinge)
-    return all(math.isfinite(v) for v in h) and any(v != 0.0 for v in h)
-
-
 def measure_hinges(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]]) -> None:
     """Every sampled foot's knee hinge (`model.knee_hinge`) from `samples` (`sample_feet`), into its limb's
     `hinge`: zero where the leg is not of two bones or its knee is never bent enough to show one."""

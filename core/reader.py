@@ -227,9 +227,9 @@ class RigReader:
                 weights=np.empty(rows), targets=np.empty((rows, 4, 4)) if lb.target_object is not None else None,
                 poles=np.empty((rows, 3)) if pole_object is not None else None,
             )
-            hinge = np.array(tuple(lb.hinge), dtype=np.float64)
-            if lb.kind == "FOOT" and len(names) == 2 and np.isfinite(hinge).all() and np.linalg.norm(hinge) > 0.5:
-                spec.hinge = hinge / np.linalg.norm(hinge)
+            hinge = rig.measured_hinge(lb)
+            if hinge is not None:
+                spec.hinge = np.array(hinge, dtype=np.float64)
             if lb.kind == "FOOT" and terrain is not None:
                 spec.placed = placed_locks(obj, lb, terrain, rest_leg_length(obj, names, lb.end_bone))
             if lb.control_bone:

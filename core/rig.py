@@ -66,6 +66,17 @@ def bone_names(limb: bpy.types.PropertyGroup) -> list[str]:
     return [b.bone for b in limb.bones if b.bone]
 
 
+def measured_hinge(limb: bpy.types.PropertyGroup) -> Optional[Vector]:
+    """A foot's measured knee hinge (`ContactIKLimb.hinge`, in its thigh's frame), unit; None where the leg is
+    not of two bones or none is measured (zero, or not finite: a value set from a script)."""
+    if limb.kind != "FOOT" or len(bone_names(limb)) != 2:
+        return None
+    h = Vector(tuple(limb.hinge))
+    if not all(math.isfinite(v) for v in h) or h.length <= 0.5:
+        return None
+    return h.normalized()
+
+
 def chain_length(obj: bpy.types.Object, names: Sequence[str], end: str = "") -> float:
     """The chain's length at rest from its joints, armature units: joint to joint (hip, knee, ankle heads),
     the end bone's head closing it; a bone's own length only for the last one of a chain without an end
