@@ -316,6 +316,11 @@ class ContactIKLimb(bpy.types.PropertyGroup):
         "knee that must bend does so about it. Zero (or not a number): not measured, the knee bends where the foot "
         "points",
     )
+    hinge_measured: BoolProperty(  # type: ignore[valid-type]
+        name="Knee Hinge Measured", default=False,
+        description="Detect Contacts or Plant Feet has measured this leg's knee hinge; with Knee Hinge zero, the "
+        "knee never bends enough over the range to show one, and Plant Feet does not measure it again",
+    )
 
 
 class ContactIKSettings(bpy.types.PropertyGroup):

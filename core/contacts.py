@@ -461,11 +461,13 @@ def detect_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, start: Option
 
 def measure_hinges(obj: bpy.types.Object, samples: dict[int, dict[str, np.ndarray]]) -> None:
     """Every sampled foot's knee hinge (`model.knee_hinge`) from `samples` (`sample_feet`), into its limb's
-    `hinge`: zero where the leg is not of two bones or its knee is never bent enough to show one."""
+    `hinge`: zero where the leg is not of two bones or its knee is never bent enough to show one. Either way it
+    is measured (`hinge_measured`)."""
     limbs = settings(obj).limbs
     for i, d in samples.items():
         hinge = knee_hinge(d["knee_normal"], d["knee_bend"]) if "knee_normal" in d else None
         limbs[i].hinge = tuple(hinge) if hinge is not None else (0.0, 0.0, 0.0)
+        limbs[i].hinge_measured = True
 
 
 def relock(obj: bpy.types.Object, scene: bpy.types.Scene, limb_index: int) -> None:

@@ -16,6 +16,7 @@ from ..solvers import ChainPose, JointLimits, LimbSolution
 from ..solvers._types import components
 from . import anim
 from .errors import UserError
+from .tuning import HINGE_BEND
 
 if TYPE_CHECKING:
     import bpy
@@ -75,6 +76,28 @@ def measured_hinge(limb: bpy.types.PropertyGroup) -> Optional[Vector]:
     if not all(math.isfinite(v) for v in h) or h.length <= 0.5:
         return None
     return h.normalized()
+
+
+def hinge_to_measure(limb: bpy.types.PropertyGroup) -> bool:
+    """Whether Plant Feet, keeping a foot's contacts, still measures its knee hinge: an enabled two-bone leg
+    with none measured (`measured_hinge`) that was never measured, or whose value is not a number (set from a
+    script). A leg measured and found without one (its knee never bent enough: zero) is not swept again."""
+    if not limb.enabled or limb.kind != "FOOT" or len(bone_names(limb)) != 2 or measured_hinge(limb) is not None:
+        return False
+    return not limb.hinge_measured or not all(math.isfinite(v) for v in limb.hinge)
+
+
+def hinge_note(limb: bpy.types.PropertyGroup) -> str:
+    """The panel's line on a leg's knee hinge, where it counts (a two-bone leg with the automatic pole): its
+    axis in the thigh's frame, none found, or not measured yet; empty elsewhere."""
+    if limb.kind != "FOOT" or limb.pole_mode != "AUTO" or len(bone_names(limb)) != 2:
+        return ""
+    h = measured_hinge(limb)
+    if h is not None:
+        return f"Knee hinge: {h.x:+.2f}, {h.y:+.2f}, {h.z:+.2f} (the thigh's axes)"
+    if not limb.hinge_measured or not all(math.isfinite(v) for v in limb.hinge):
+        return "Knee hinge: not measured yet (Plant Feet measures it)"
+    return f"Knee hinge: none (the knee never bends more than {math.degrees(HINGE_BEND):.0f} degrees)"
 
 
 def chain_length(obj: bpy.types.Object, names: Sequence[str], end: str = "") -> float:

@@ -20,7 +20,7 @@ from .contacts import fps_of
 from .errors import UserError
 from .ground import terrain_objects
 from .model import held_floor
-from .rig import bone_names, chain_length, heel_local, measured_hinge, settings, world_scale  # noqa: F401  (heel_local: the tests' own heel)
+from .rig import chain_length, heel_local, hinge_to_measure, settings, world_scale  # noqa: F401  (heel_local: the tests' own heel)
 from .tuning import CUT_SPEED, DEEP_DIP, MIN_CONTACT
 
 if TYPE_CHECKING:
@@ -152,10 +152,9 @@ def floor_and_contacts(obj: bpy.types.Object, scene: bpy.types.Scene, floor: boo
                        deep: Optional[list[tuple[int, float]]] = None) -> None:
     """The animation's floor (`detect_floor`, with `floor`; `deep` as there) and every foot's contacts
     (`contacts.detect_contacts`, with `find`), from one sweep over the scene's frame range. Without `find`, the
-    knee hinge of a foot that has none measured is measured (`contacts.measure_hinges`): contacts kept from
+    knee hinge of a foot never measured is measured (`rig.hinge_to_measure`, `contacts.measure_hinges`): contacts kept from
     before (edited, or found by an earlier version) keep a knee from bending where the foot points."""
-    unmeasured = any(lb.enabled and lb.kind == "FOOT" and len(bone_names(lb)) == 2 and measured_hinge(lb) is None
-                     for lb in settings(obj).limbs)
+    unmeasured = any(hinge_to_measure(lb) for lb in settings(obj).limbs)
     if not (floor or find or unmeasured):
         return
     samples = contacts.sample_feet(obj, scene, scene.frame_start, scene.frame_end)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 
 from ..core import checks, contacts
+from ..core.rig import hinge_note
 from ..properties import settings
 
 
@@ -138,6 +139,9 @@ class CONTACT_IK_PT_limbs(bpy.types.Panel):
                 col.prop_search(limb, "target_bone", limb.target_object.data, "bones")
             col.prop(limb, "use_target_rotation")
         col.prop(limb, "pole_mode")
+        hinge = hinge_note(limb)
+        if hinge:
+            col.label(text=hinge)
         if limb.pole_mode == "OBJECT":
             col.prop(limb, "pole_object")
         elif limb.pole_mode == "BONE":

@@ -756,6 +756,8 @@ def test_a_straight_knee_made_to_bend_bends_about_its_own_hinge_not_where_the_fo
     legs = {lb.name: lb for lb in s.limbs if lb.kind == "FOOT"}
     for lb in legs.values():  # measured: the thigh's X axis, pointing so the knee bends forward across it
         assert abs(Vector(lb.hinge).dot(Vector((1.0, 0.0, 0.0)))) > 0.99, tuple(lb.hinge)
+        note = harness.module("core.rig").hinge_note(lb)  # the panel's line
+        assert re.fullmatch(r"Knee hinge: [+-]1\.00, [+-]0\.0\d, [+-]0\.0\d \(the thigh's axes\)", note), note
     scene.frame_set(11)
     scene.frame_set(10)
     bent = {side: scenes.knee_bend(obj, side) for side in "LR"}
@@ -768,3 +770,43 @@ def test_a_straight_knee_made_to_bend_bends_about_its_own_hinge_not_where_the_fo
     scene.frame_set(10)
     unmeasured = {side: _off_hinge(obj, side) for side in "LR"}
     assert all(unmeasured[side] > 15.0 for side in "LR"), unmeasured
+
+
+STRAIGHTEN = math.radians(-8.0)  # about the shin's X axis: the metarig's knees, bent about 10 degrees at rest, straightened
+
+
+def test_a_leg_whose_knee_never_bends_is_measured_once_and_not_swept_again(monkeypatch):
+    """A two-bone leg whose knee never bends more than 5 degrees over the range has no hinge to measure
+    (`ContactIKLimb.hinge` zero). Plant Feet measures that once (`hinge_measured`); with Detect Floor off and the
+    contacts kept, a later Plant Feet does not sweep the range again for it, as it did on every run before. A
+    leg never measured (a file from an earlier version) still is. The panel says which of the three a leg is."""
+    harness.reset_scene()
+    obj = scenes.metarig()
+    scenes.author_stance(obj)
+    scene = bpy.context.scene
+    for side in "LR":  # the knees straightened to under 5 degrees
+        shin = obj.pose.bones[f"shin.{side}"]
+        shin.rotation_mode = "XYZ"
+        shin.rotation_euler = Euler((STRAIGHTEN, 0.0, 0.0))
+        shin.keyframe_insert("rotation_euler", frame=1)
+    scene.frame_set(1)
+    assert all(scenes.knee_bend(obj, side) < 4.0 for side in "LR"), [scenes.knee_bend(obj, s) for s in "LR"]
+    setup.apply_detection(obj, LEG_LIMBS)
+    soles = [(obj.matrix_world @ obj.pose.bones[f"toe.{side}"].tail).z for side in "LR"]
+    terrain = scenes.flat(scenes.leg_length(obj), height=min(soles))
+    _plant(obj, terrain)
+    rig = harness.module("core.rig")
+    legs = [lb for lb in props.settings(obj).limbs if lb.kind == "FOOT"]
+    assert legs and all(lb.contacts for lb in legs)
+    assert all(tuple(lb.hinge) == (0.0, 0.0, 0.0) and lb.hinge_measured for lb in legs)
+    assert all(rig.hinge_note(lb).startswith("Knee hinge: none") for lb in legs), [rig.hinge_note(lb) for lb in legs]
+    props.settings(obj).auto_floor = False
+    sweeps = []
+    sample = contacts.sample_feet
+    monkeypatch.setattr(contacts, "sample_feet", lambda *a, **k: sweeps.append(1) or sample(*a, **k))
+    _plant(obj, terrain)
+    assert sweeps == []
+    legs[0].hinge_measured = False  # as a file set up by an earlier version has it
+    assert rig.hinge_note(legs[0]).startswith("Knee hinge: not measured")
+    _plant(obj, terrain)
+    assert sweeps == [1] and legs[0].hinge_measured
