@@ -946,8 +946,9 @@ def looped_walker(terrain_kind: str = "flat"):
     return obj, terrain, leg, scene.frame_start + 1 + int(np.argmax(steps))
 
 
-def _panel_labels(obj) -> list[str]:
-    """The labels the Contact IK panel draws for `obj` (made active), through a layout that records them."""
+def _panel_labels(obj, panel: str = "CONTACT_IK_PT_main") -> list[str]:
+    """The labels a Contact IK panel (the main one by default) draws for `obj` (made active), through a layout
+    that records them."""
     panels = harness.module("panels")
     labels: list[str] = []
 
@@ -958,7 +959,7 @@ def _panel_labels(obj) -> list[str]:
             return lambda *_a, **_kw: self
 
     bpy.context.view_layer.objects.active = obj
-    panels.CONTACT_IK_PT_main.draw(type("Panel", (), {"layout": Layout()})(), bpy.context)
+    getattr(panels, panel).draw(type("Panel", (), {"layout": Layout()})(), bpy.context)
     return labels
 
 

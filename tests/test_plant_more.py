@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import scenes
 from mathutils import Euler, Matrix, Quaternion, Vector
+from test_contacts import _panel_labels
 from test_plant_feet import LEG_LIMBS, _plant, _sole_points, _walker
 
 setup = harness.module("core.setup")
@@ -800,6 +801,9 @@ def test_a_leg_whose_knee_never_bends_is_measured_once_and_not_swept_again(monke
     assert legs and all(lb.contacts for lb in legs)
     assert all(tuple(lb.hinge) == (0.0, 0.0, 0.0) and lb.hinge_measured for lb in legs)
     assert all(rig.hinge_note(lb).startswith("Knee hinge: none") for lb in legs), [rig.hinge_note(lb) for lb in legs]
+    props.settings(obj).active_limb = list(props.settings(obj).limbs).index(legs[0])
+    labels = _panel_labels(obj, "CONTACT_IK_PT_limbs")  # the Limbs sub-panel draws it under the pole
+    assert rig.hinge_note(legs[0]) in labels, labels
     props.settings(obj).auto_floor = False
     sweeps = []
     sample = contacts.sample_feet
