@@ -677,7 +677,8 @@ def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried
                 continue
             ps = [st.plans[k][1] for st in staged]
             cat = [np.concatenate([getattr(p, name) for p in ps]) for name in ("correction", "floor", "touch", "pinned", "leg")]
-            todo.setdefault(rig.fps, []).append(((n, k), (*cat, cut)))
+            more = [np.concatenate([getattr(p, name) for p in ps]) for name in ("dip", "held")]
+            todo.setdefault(rig.fps, []).append(((n, k), (*cat, cut, *more)))
     for fps, feet in todo.items():
         for (key, _args), shift in zip(feet, model.swing_changes([args for _key, args in feet], fps)):
             shifts[key] = shift

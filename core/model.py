@@ -240,7 +240,8 @@ def held_floor(values: np.ndarray, width: int) -> float:
 
 
 def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
-                    fps: float, leg: Any, stretch: Optional[np.ndarray] = None) -> np.ndarray:
+                    fps: float, leg: Any, stretch: Optional[np.ndarray] = None, dip: Optional[np.ndarray] = None,
+                    held: Optional[np.ndarray] = None) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
     frames, `pinned` ones (in a contact, no plan, the ground less than ANCHORED from the contacts around
@@ -258,6 +259,12 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     swing is kept as it is. Non-finite corrections count as pinned and are left out of every average.
     It depends on every frame: the vectorised pass and the frame-by-frame bake apply it over their range;
     live preview's fallback adds what the last frame cache's smoothing did (`handlers.caches.feet`).
+
+    `dip` (per row, >= 0): how much of `correction` lifts a free frame's sole the animation has under its floor
+    (a toe dragged through the floor in a capture) up onto the terrain; none of it counts in `floor`. Such a
+    lift is smoothed like any other: the foot comes up over the frames around, not in one frame onto it. `held`
+    (per row): the foot's ball is still held along the ground there (`LockTrack.weight`); such a frame keeps
+    what it would have without `dip`, pinned at it, so a dip just after toe-off does not lift the held ball.
 
     `stretch` (one number per row, rows of a stretch together): each stretch smoothed on its own, exactly as
     if it were passed alone (several feet, the stretches between a loop's cuts: one call for all of them).
@@ -312,30 +319,47 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # A free frame the smoothing would put through the terrain under its soles (under `touch`) is held at
     # `touch` like a pinned frame, and the rest smoothed again around it, so the foot comes up to it
     # gradually instead of being clamped there in one frame (a toe crossing a riser's edge).
-    pin, at_pin = fixed, height
-    out = carried(pin, at_pin)
-    for _ in range(TOUCH_PASSES):
-        low = ~pin & valid & (out < bound)
-        if not low.any():
-            break
-        pin = pin | low
-        at_pin = np.where(low, bound, at_pin)
+    def passes(fix: np.ndarray, at_fix: np.ndarray) -> np.ndarray:
+        pin, at_pin = fix, at_fix
         out = carried(pin, at_pin)
-    smooth = np.maximum(out, bound)
+        for _ in range(TOUCH_PASSES):
+            low = ~pin & valid & (out < bound)
+            if not low.any():
+                break
+            pin = pin | low
+            at_pin = np.where(low, bound, at_pin)
+            out = carried(pin, at_pin)
+        return np.maximum(out, bound)  # type: ignore[no-any-return]
+
     # Only where something lifts the foot over the terrain under its soles, within the Gaussian's reach:
     # a foot that just follows the terrain keeps the animation's swing as it is.
     bounded = np.isfinite(floor)
-    lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, floor, 0.0)), np.where(valid, np.inf, 0.0))
-    spread = np.full(int(pos[-1]) + 1 + 2 * r, -np.inf)
-    spread[pos + r] = lifted
-    # The lift over SWING_LIFTED x leg, divided only below 1 (a leg collapsed to a point in the pose has no length
-    # to divide by; what is beyond is 1 anyway).
-    over = np.minimum(_window_max(spread, r)[pos + r], 1e300)
-    scale = np.broadcast_to(SWING_LIFTED * np.asarray(leg, dtype=np.float64), over.shape)
-    ratio = np.ones_like(over)
-    np.divide(over, scale, out=ratio, where=over < scale)
-    near = smoothstep(ratio)
-    return np.where(fixed | keep, height, values + near * (smooth - values))
+    scale = SWING_LIFTED * np.asarray(leg, dtype=np.float64)
+
+    def nearness(fl: np.ndarray) -> np.ndarray:
+        lifted = np.where(valid & bounded, np.maximum(0.0, values - np.where(bounded, fl, 0.0)),
+                          np.where(valid, np.inf, 0.0))
+        spread = np.full(int(pos[-1]) + 1 + 2 * r, -np.inf)
+        spread[pos + r] = lifted
+        # The lift over SWING_LIFTED x leg, divided only below 1 (a leg collapsed to a point in the pose has no
+        # length to divide by; what is beyond is 1 anyway).
+        over = np.minimum(_window_max(spread, r)[pos + r], 1e300)
+        ratio = np.ones_like(over)
+        np.divide(over, np.broadcast_to(scale, over.shape), out=ratio, where=over < scale)
+        return smoothstep(ratio)  # type: ignore[no-any-return]
+
+    near = nearness(floor)
+    result = np.where(fixed | keep, height, values + near * (passes(fixed, height) - values))
+    if dip is None or not np.any(dip > 0.0):
+        return result  # type: ignore[no-any-return]
+    # A swing whose animated sole dips under its floor (`dip`) is lifted onto the terrain over the frames around,
+    # too, as the smoothing lifts it over anything else. A frame whose ball is still held (`held`) keeps what it
+    # had without it: it is pinned there, and the frames after it come away from it smoothly.
+    near_dip = nearness(floor - np.where(np.isfinite(dip), np.maximum(dip, 0.0), 0.0))
+    extra = (np.zeros(n, dtype=bool) if held is None else np.asarray(held, dtype=bool)) & (near_dip > near) & ~fixed
+    fix = fixed | extra
+    at_fix = np.where(extra, result, height)
+    return np.where(fix | keep, at_fix, values + near_dip * (passes(fix, at_fix) - values))  # type: ignore[no-any-return]
 
 
 def _blur(values: np.ndarray, pos: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -350,18 +374,19 @@ def _blur(values: np.ndarray, pos: np.ndarray, g: np.ndarray) -> np.ndarray:
     return out
 
 
-def swing_changes(feet: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any, Optional[np.ndarray]]],
-                  fps: float) -> list[np.ndarray]:
+def swing_changes(feet: Sequence[tuple[Any, ...]], fps: float) -> list[np.ndarray]:
     """What `swing_smoothing` adds to each frame's correction (0 where it has none), for each of `feet`
-    ((correction, floor, touch, pinned, leg, cut)), in one call. With a `cut` (rows the animation jumps to,
-    `cuts`), each stretch between cuts is smoothed on its own: the heights on either side of a loop's seam
-    belong to places a body apart, and averaging them across it moved the foot on the frames around the
-    seam (the knee 2.9x the source's). Each foot's result is the one it gets alone."""
+    ((correction, floor, touch, pinned, leg, cut), and optionally dip and held after them), in one
+    call. With a `cut` (rows the animation jumps to, `cuts`), each stretch between cuts is smoothed on its
+    own: the heights on either side of a loop's seam belong to places a body apart, and averaging them across
+    it moved the foot on the frames around the seam (the knee 2.9x the source's). Each foot's result is the
+    one it gets alone."""
     if not feet:
         return []
     sizes = [len(f[0]) for f in feet]
     stretch, base = [], 0
-    for (_c, _f, _t, _p, _l, cut), m in zip(feet, sizes):
+    for f, m in zip(feet, sizes):
+        cut = f[5]
         ids = np.zeros(m, dtype=np.int64)
         if cut is not None and len(cut) == m and m > 1:
             ids[1:] = np.cumsum(np.asarray(cut[1:], dtype=np.int64))
@@ -370,7 +395,10 @@ def swing_changes(feet: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     correction = np.concatenate([np.asarray(f[0], dtype=np.float64) for f in feet])
     smoothed = swing_smoothing(correction, np.concatenate([f[1] for f in feet]), np.concatenate([f[2] for f in feet]),
                                np.concatenate([f[3] for f in feet]), fps,
-                               np.concatenate([per_row(f[4], m) for f, m in zip(feet, sizes)]), np.concatenate(stretch))
+                               np.concatenate([per_row(f[4], m) for f, m in zip(feet, sizes)]), np.concatenate(stretch),
+                               np.concatenate([f[6] if len(f) > 6 else np.zeros(m) for f, m in zip(feet, sizes)]),
+                               np.concatenate([f[7] if len(f) > 7 else np.zeros(m, dtype=bool)
+                                               for f, m in zip(feet, sizes)]))
     change = np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
     return np.split(change, np.cumsum(sizes)[:-1])
 
@@ -574,6 +602,10 @@ class FootPlan:
     floor: np.ndarray
     touch: np.ndarray
     pinned: np.ndarray
+    # How much of `correction` lifts a sole the animation has under its floor onto the terrain, in a swing
+    # (`swing_smoothing`'s `dip`; 0 elsewhere), and whether its ball is held along the ground (`held`).
+    dip: np.ndarray
+    held: np.ndarray
 
     def rows(self, sl: slice) -> FootPlan:
         return FootPlan(**{k: v[sl] for k, v in vars(self).items()})
@@ -1150,13 +1182,16 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         toward = (lk.from_weight > 0.0) & (lk.to_weight > 0.0) & (plen > 0.0)
         ahead = path * (CLEAR_AHEAD * leg / np.where(toward, plen, 1.0))[:, None]
 
+    dip_w = lk.free if lk is not None else np.zeros(n)
+
     def needs(turn: np.ndarray, also: Optional[SwingRays] = None
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[DownHits]]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[DownHits], np.ndarray]:
         """How far each sole point must rise (N, sole points; -inf where a ray missed): to stand its
         animated height above the ground under it, clearance included; without the clearance (what the
         terrain right under it needs); and to touch the terrain right under it. Then the sole points turned,
-        from the ankle (S, N, 3), and the hits of the rays `also` (cast with the sole points', in one
-        cast), None without them."""
+        from the ankle (S, N, 3), the hits of the rays `also` (cast with the sole points', in one cast),
+        None without them, and the rise without the clearance for a sole left under its floor where the
+        foot is free (`dip_w`)."""
         turned = qrot(turn, offsets)
         ms = (target + turned).reshape(-1, 3)  # at the ground's height
         along = None
@@ -1193,11 +1228,16 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
             need[0] = np.where(on_ball, rest_on[0], need[0])
         deficits = np.where(got, need + extra, -np.inf)
         bare = np.where(got, need, -np.inf)
+        # ... and where the foot is free of its contacts (`LockTrack.free`), with a sole the animation has under
+        # its floor left there: how much of the lift puts such a sole back on the terrain (`FootPlan.dip`). A
+        # capture's toe dragged 3% of the leg through the floor after toe-off was lifted onto the terrain in the
+        # frame it dipped, unsmoothed (pymo_av8 over flat ground: the knee 1.46x the source's peak speed).
+        raw = np.where(got, need + dip_w[None, :] * np.minimum(heights.T, 0.0), -np.inf)
         touching = np.where(got, rest_on, -np.inf)
-        return deficits.T, bare.T, touching.T, turned, along
+        return deficits.T, bare.T, touching.T, turned, along, raw.T
 
     turn = tilt
-    found, bare, touching, turned, along = needs(turn, pending)
+    found, bare, touching, turned, along, raw = needs(turn, pending)
     arc = pending.line(along) if pending is not None and along is not None else None
     if len(soles) > 1:
         # A foot in the air turns toe-up rather than lift its ankle for its toe.
@@ -1215,7 +1255,7 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
                 moved = qrot(turn, rel) - qrot(tilt, rel)
                 moved = moved - up * _dot(moved, up)[:, None]
                 target = target - np.where((sel & (lk.landing > 0.0))[:, None], moved, 0.0)
-            found, bare, touching, turned, _ = needs(turn)
+            found, bare, touching, turned, _, raw = needs(turn)
     best = np.max(found, 1)
     if arc is not None:
         # In mid-swing each sole point keeps its height above the swing's line (raised over what lies
@@ -1233,6 +1273,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         w = arc.ramp * np.maximum(smoothstep(lifted[idx] / (SWING_LIFT * leg[idx])), free)
         best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
     floor = np.max(bare, 1)
+    floor_raw = np.max(raw, 1)
+    dip = np.where(np.isfinite(floor) & np.isfinite(floor_raw), np.maximum(0.0, floor - floor_raw), 0.0)
     touch = np.max(touching, 1)
     target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
     animated = mat_to_quat(foot.end_frame)
@@ -1263,7 +1305,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         floor = np.where(contactless, np.where(jumps, -np.inf, floor + steps), floor)
         touch = np.where(contactless, touch + steps, touch)
         pinned = np.where(contactless, ~planned | ~np.isfinite(best), pinned)
-    return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned)
+    hold = (np.asarray(foot.use_lock, dtype=bool) & (lk.weight > 0.0)) if lk is not None else np.zeros(n, dtype=bool)
+    return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned, dip, hold)
 
 
 def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:

@@ -802,3 +802,33 @@ def test_a_jump_of_the_whole_body_moves_every_foot_with_it_and_feet_thrown_about
     behind = [p.copy() for p in seam]
     behind[2][20:, 1] += 1.5 * leg  # the right foot stays where it was
     assert not model.cuts(behind[0], leg, fps, behind[1:]).any()
+
+
+@pytest.mark.parametrize("fps", [60.0, 120.0])
+def test_swing_smoothing_lifts_a_sole_dipping_under_its_floor_gradually_and_leaves_a_held_ball_alone(fps):
+    """A capture's toe dragged through its floor just after toe-off: the plan lifts the foot by the dip to put
+    the toe back on the terrain, and the dip is its floor too, so before nothing smoothed it: the foot jumped
+    up by it in one frame (pymo_av8 over flat ground, the knee 1.46x the source's peak speed). Told how much of
+    the correction is such a dip (`dip`), the smoothing lifts the foot over the frames around, never under the
+    touch; the frames whose ball is still held (`held`) keep exactly what they had, as do contacts."""
+    n = int(fps)
+    pinned = np.zeros(n, dtype=bool)
+    pinned[: n // 5] = True  # the contact
+    held = np.zeros(n, dtype=bool)
+    held[n // 5: n // 5 + n // 10] = True  # its ball held through toe-off, not pinned up the up axis
+    dip = np.zeros(n)
+    at = n // 5 + n // 10 + max(2, n // 40)  # the toe dips through the floor a few frames after Ball Up
+    dip[at: at + max(2, n // 30)] = 0.03
+    correction = dip.copy()  # lifted by the dip there; elsewhere on the terrain as animated
+    floor = correction.copy()  # the plan's floor: the animated heights with the dip's clamp in it
+    touch = dip.copy()
+    before = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    assert np.array_equal(before, correction)  # unsmoothed: a jump of the whole dip in one frame
+    y = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0, dip=dip, held=held)
+    assert np.all(y >= touch - 1e-12)
+    assert np.array_equal(y[pinned | held], correction[pinned | held])
+    assert np.abs(np.diff(y)).max() <= 0.5 * 0.03, np.abs(np.diff(y)).max()
+    assert y[at - 1] > 0.0  # it comes up before the dip
+    # The same through `swing_changes`, which the plan calls with the dip and the held frames after the cut.
+    change = model.swing_changes([(correction, floor, touch, pinned, 1.0, None, dip, held)], fps)[0]
+    assert np.allclose(correction + change, y)
