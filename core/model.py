@@ -1274,7 +1274,9 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         best[idx] = np.maximum(best[idx], w * over + (1.0 - w) * under_only)
     floor = np.max(bare, 1)
     floor_raw = np.max(raw, 1)
-    dip = np.where(np.isfinite(floor) & np.isfinite(floor_raw), np.maximum(0.0, floor - floor_raw), 0.0)
+    dip = np.zeros(n)  # 0 where a ray missed (either is -inf there)
+    np.subtract(floor, floor_raw, out=dip, where=np.isfinite(floor) & np.isfinite(floor_raw))
+    dip = np.maximum(dip, 0.0)
     touch = np.max(touching, 1)
     target = target + up * np.where(np.isfinite(best), best, 0.0)[:, None]
     animated = mat_to_quat(foot.end_frame)
