@@ -78,13 +78,18 @@ def measured_hinge(limb: bpy.types.PropertyGroup) -> Optional[Vector]:
     return h.normalized()
 
 
+def _hinge_unmeasured(limb: bpy.types.PropertyGroup) -> bool:
+    """Never measured, or a value that is not a number (set from a script)."""
+    return not limb.hinge_measured or not all(math.isfinite(v) for v in limb.hinge)
+
+
 def hinge_to_measure(limb: bpy.types.PropertyGroup) -> bool:
     """Whether Plant Feet, keeping a foot's contacts, still measures its knee hinge: an enabled two-bone leg
     with none measured (`measured_hinge`) that was never measured, or whose value is not a number (set from a
     script). A leg measured and found without one (its knee never bent enough: zero) is not swept again."""
     if not limb.enabled or limb.kind != "FOOT" or len(bone_names(limb)) != 2 or measured_hinge(limb) is not None:
         return False
-    return not limb.hinge_measured or not all(math.isfinite(v) for v in limb.hinge)
+    return _hinge_unmeasured(limb)
 
 
 def hinge_note(limb: bpy.types.PropertyGroup) -> str:
@@ -95,7 +100,7 @@ def hinge_note(limb: bpy.types.PropertyGroup) -> str:
     h = measured_hinge(limb)
     if h is not None:
         return f"Knee hinge: {h.x:+.2f}, {h.y:+.2f}, {h.z:+.2f} (the thigh's axes)"
-    if not limb.hinge_measured or not all(math.isfinite(v) for v in limb.hinge):
+    if _hinge_unmeasured(limb):
         return "Knee hinge: not measured yet (Plant Feet measures it)"
     return f"Knee hinge: none (the knee never bends more than {math.degrees(HINGE_BEND):.0f} degrees)"
 
