@@ -665,7 +665,7 @@ def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried
     the feet of every rig at one frame rate in one call; or what a rig's `Carried` says it did), in the
     staged plans; what it changed per frame is kept in each rig's `foot_delta`. The pelvis keeps the offset
     it found for the targets before. `settled`: (rig, its staged chunks, carried, its cuts)."""
-    todo: dict[float, list[tuple[tuple[int, int], tuple[Any, ...]]]] = {}  # by frame rate: (rig, foot), arguments
+    todo: dict[float, list[tuple[tuple[int, int], model.SwingFoot]]] = {}  # by frame rate: (rig, foot), arguments
     shifts: dict[tuple[int, int], np.ndarray] = {}
     for n, (rig, staged, carried, cut) in enumerate(settled):
         rig.foot_delta = {}
@@ -676,9 +676,9 @@ def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried
                 shifts[n, k] = carried.feet.get(lb.index, np.zeros(rig.frames))
                 continue
             ps = [st.plans[k][1] for st in staged]
-            cat = [np.concatenate([getattr(p, name) for p in ps]) for name in ("correction", "floor", "touch", "pinned", "leg")]
-            more = [np.concatenate([getattr(p, name) for p in ps]) for name in ("dip", "held")]
-            todo.setdefault(rig.fps, []).append(((n, k), (*cat, cut, *more)))
+            joined = {name: np.concatenate([getattr(p, name) for p in ps])
+                      for name in ("correction", "floor", "touch", "pinned", "leg", "dip", "held")}
+            todo.setdefault(rig.fps, []).append(((n, k), model.SwingFoot(cut=cut, **joined)))
     for fps, feet in todo.items():
         for (key, _args), shift in zip(feet, model.swing_changes([args for _key, args in feet], fps)):
             shifts[key] = shift

@@ -14,7 +14,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 from mathutils import Vector
@@ -374,31 +374,44 @@ def _blur(values: np.ndarray, pos: np.ndarray, g: np.ndarray) -> np.ndarray:
     return out
 
 
-def swing_changes(feet: Sequence[tuple[Any, ...]], fps: float) -> list[np.ndarray]:
+class SwingFoot(NamedTuple):
+    """One foot's arguments to `swing_changes`, row by row: `swing_smoothing`'s, and the rows the animation
+    jumps to (`cut`, None: none). A plain tuple of the first six (or all eight) converts as it is."""
+
+    correction: np.ndarray
+    floor: np.ndarray
+    touch: np.ndarray
+    pinned: np.ndarray
+    leg: Any
+    cut: Optional[np.ndarray] = None
+    dip: Optional[np.ndarray] = None
+    held: Optional[np.ndarray] = None
+
+
+def swing_changes(feet: Sequence[SwingFoot | tuple[Any, ...]], fps: float) -> list[np.ndarray]:
     """What `swing_smoothing` adds to each frame's correction (0 where it has none), for each of `feet`
-    ((correction, floor, touch, pinned, leg, cut), and optionally dip and held after them), in one
-    call. With a `cut` (rows the animation jumps to, `cuts`), each stretch between cuts is smoothed on its
-    own: the heights on either side of a loop's seam belong to places a body apart, and averaging them across
-    it moved the foot on the frames around the seam (the knee 2.9x the source's). Each foot's result is the
-    one it gets alone."""
+    (`SwingFoot`s), in one call. With a `cut` (rows the animation jumps to, `cuts`), each stretch between
+    cuts is smoothed on its own: the heights on either side of a loop's seam belong to places a body apart,
+    and averaging them across it moved the foot on the frames around the seam (the knee 2.9x the source's).
+    Each foot's result is the one it gets alone."""
     if not feet:
         return []
-    sizes = [len(f[0]) for f in feet]
+    fs = [SwingFoot(*f) for f in feet]
+    sizes = [len(f.correction) for f in fs]
     stretch, base = [], 0
-    for f, m in zip(feet, sizes):
-        cut = f[5]
+    for f, m in zip(fs, sizes):
         ids = np.zeros(m, dtype=np.int64)
-        if cut is not None and len(cut) == m and m > 1:
-            ids[1:] = np.cumsum(np.asarray(cut[1:], dtype=np.int64))
+        if f.cut is not None and len(f.cut) == m and m > 1:
+            ids[1:] = np.cumsum(np.asarray(f.cut[1:], dtype=np.int64))
         stretch.append(ids + base)
         base += int(ids[-1]) + 1 if m else 0
-    correction = np.concatenate([np.asarray(f[0], dtype=np.float64) for f in feet])
-    smoothed = swing_smoothing(correction, np.concatenate([f[1] for f in feet]), np.concatenate([f[2] for f in feet]),
-                               np.concatenate([f[3] for f in feet]), fps,
-                               np.concatenate([per_row(f[4], m) for f, m in zip(feet, sizes)]), np.concatenate(stretch),
-                               np.concatenate([f[6] if len(f) > 6 else np.zeros(m) for f, m in zip(feet, sizes)]),
-                               np.concatenate([f[7] if len(f) > 7 else np.zeros(m, dtype=bool)
-                                               for f, m in zip(feet, sizes)]))
+    correction = np.concatenate([np.asarray(f.correction, dtype=np.float64) for f in fs])
+    smoothed = swing_smoothing(correction, np.concatenate([f.floor for f in fs]), np.concatenate([f.touch for f in fs]),
+                               np.concatenate([f.pinned for f in fs]), fps,
+                               np.concatenate([per_row(f.leg, m) for f, m in zip(fs, sizes)]), np.concatenate(stretch),
+                               np.concatenate([np.zeros(m) if f.dip is None else f.dip for f, m in zip(fs, sizes)]),
+                               np.concatenate([np.zeros(m, dtype=bool) if f.held is None else f.held
+                                               for f, m in zip(fs, sizes)]))
     change = np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
     return np.split(change, np.cumsum(sizes)[:-1])
 
@@ -406,7 +419,7 @@ def swing_changes(feet: Sequence[tuple[Any, ...]], fps: float) -> list[np.ndarra
 def swing_change(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray, fps: float,
                  leg: Any, cut: Optional[np.ndarray] = None) -> np.ndarray:
     """`swing_changes` for one foot."""
-    return swing_changes([(correction, floor, touch, pinned, leg, cut)], fps)[0]
+    return swing_changes([SwingFoot(correction, floor, touch, pinned, leg, cut)], fps)[0]
 
 
 # ------------------------------------------------------------------------------------------ the plan
