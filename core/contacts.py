@@ -210,9 +210,32 @@ def ground_speed(points: np.ndarray, fps: float) -> np.ndarray:
 
 def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
     """Per frame, whether the ball is down: the front of the foot (`sample_feet`'s "front_z") within ROLL_HEIGHT x leg of
-    its own lowest height within BASELINE_WINDOW seconds, and the ball slower along the ground than ROLL_SPEED x
+    the level it stands on nearby (`stance_level`), and the ball slower along the ground than ROLL_SPEED x
     leg per second (`sample_feet`); gaps shorter than MIN_GAP seconds (capture jitter) closed."""
     return ball_runs(front, speed, leg, fps)[0]
+
+
+def stance_level(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
+    """Per frame, the level the front of the foot stands on within BASELINE_WINDOW seconds: the lowest it
+    holds for MIN_CONTACT seconds while slower along the ground than ROLL_SPEED, never more than ROLL_STAY_HEIGHT
+    x leg over the lowest it holds for that long at any speed (nor, with no slow frames near, other than that)."""
+    half = max(1, int(round(BASELINE_WINDOW * fps)))
+    w = min(len(front), max(1, int(math.ceil(MIN_CONTACT * fps))))
+
+    def lowest(values: np.ndarray) -> np.ndarray:
+        held = np.lib.stride_tricks.sliding_window_view(values, w).max(axis=1)
+        held = np.pad(held, (w // 2, w - 1 - w // 2), mode="edge")  # per frame, the run centred on it
+        return np.lib.stride_tricks.sliding_window_view(np.pad(held, half, mode="edge"), 2 * half + 1).min(axis=1)
+
+    # Held for MIN_CONTACT: a toe pushing through the floor for a few frames at toe-off (pymo_av8: 2% of the leg
+    # under it) is not the level it stands on. Slow: nor is a front moving along the ground, lower than it ever
+    # stands (cmu_12_02: read against such frames, the level was 1.7% of the leg low, a toe-off's last three
+    # frames read over ROLL_HEIGHT up, their ball was let go and slid 0.8-1.2% of the leg). Near the lowest: a
+    # foot hanging still in the air (a jump to a bar) does not stand there.
+    front = np.asarray(front, dtype=np.float64)
+    anyhow = lowest(front)
+    slow = lowest(np.where(np.asarray(speed) <= ROLL_SPEED * leg, front, np.inf))
+    return np.minimum(np.where(np.isfinite(slow), slow, anyhow), anyhow + ROLL_STAY_HEIGHT * leg)  # type: ignore[no-any-return]
 
 
 def ball_runs(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> tuple[np.ndarray, np.ndarray]:
@@ -222,14 +245,7 @@ def ball_runs(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> t
     n = len(front)
     if n == 0:
         return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
-    half = max(1, int(round(BASELINE_WINDOW * fps)))
-    # The lowest level the front holds for MIN_CONTACT seconds within the window: a toe pushing through the
-    # floor for a few frames at toe-off (pymo_av8: 2% of the leg under it) is not the level it stands on.
-    w = min(len(front), max(1, int(math.ceil(MIN_CONTACT * fps))))
-    held = np.lib.stride_tricks.sliding_window_view(np.asarray(front, dtype=np.float64), w).max(axis=1)
-    held = np.pad(held, (w // 2, w - 1 - w // 2), mode="edge")  # per frame, the run centred on it
-    padded = np.pad(held, half, mode="edge")
-    low = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).min(axis=1)
+    low = stance_level(front, speed, leg, fps)
     down = (front - low <= ROLL_HEIGHT * leg) & (speed <= ROLL_SPEED * leg)
     kept = down.copy()
     near = (front - low <= ROLL_STAY_HEIGHT * leg) & (speed <= ROLL_STAY_SPEED * leg)

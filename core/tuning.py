@@ -164,8 +164,9 @@ PITCH_EASE = 0.04  # seconds (and at least two frames): a foot's toe-up turn fad
 BASELINE_WINDOW = 0.75  # seconds either side: the floor a sole's height is measured from is local to this window
 FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (over half a turn)
 # The foot rolls over its ball (`contacts.ball_down`): its ball is down while the front of the foot (the lower
-# of the ball and the toe tip) is within ROLL_HEIGHT of its own lowest height of the moment (x leg) and the ball
-# slower along the ground than ROLL_SPEED (x leg per second). A contact holds its ball, not its ankle, from
+# of the ball and the toe tip) is within ROLL_HEIGHT of the level it stands on nearby (x leg: its lowest of the
+# moment where it is slower than ROLL_SPEED, `contacts.stance_level`) and the ball slower along the ground than
+# ROLL_SPEED (x leg per second). A contact holds its ball, not its ankle, from
 # the first frame of the run of such frames that holds its last frame until the ball is up (toe-off).
 ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its lowest is down
 ROLL_SPEED = 0.25  # x leg per second: the ball slower than this along the ground is down

@@ -628,6 +628,32 @@ def test_a_toe_pushing_through_the_floor_at_toe_off_does_not_hide_the_ball_down(
     assert not contacts.ball_down(low, speed, leg, fps)[50:81].any()  # within BASELINE_WINDOW of it
 
 
+def test_the_level_a_ball_stands_on_is_read_where_the_front_is_slow_and_near_its_lowest():
+    """`stance_level`: the level the front of the foot stands on is the lowest it holds while slower than
+    ROLL_SPEED, not the lowest it passes through moving along the ground (cmu_12_02: read against such frames
+    the level was 1.7% of the leg low, the last frames of a toe-off read up, and the ball was let go and slid);
+    and never more than ROLL_STAY_HEIGHT over the lowest it holds at any speed: a foot hanging still in the air
+    near a stance on the floor is not down."""
+    fps, leg = 120.0, 1.0
+    n = 240
+    front = np.full(n, 0.2)  # in the air
+    speed = np.full(n, 2.0)
+    front[20:81], speed[20:81] = 0.02, 0.05  # a stance, its front 2% of the leg over the floor
+    front[100:120] = -0.03  # a toe swept through the floor, moving (5% under the stance, within the window)
+    down = contacts.ball_down(front, speed, leg, fps)
+    assert down[20:81].all()
+    assert np.allclose(contacts.stance_level(front, speed, leg, fps)[20:81], 0.02)
+    assert not down[100:120].any()  # moving: not down, wherever it is
+    hang, moving = np.full(n, 0.2), np.full(n, 2.0)
+    hang[20:60], moving[20:60] = 0.0, 0.4  # shuffling along the floor, never slow...
+    hang[70:140], moving[70:140] = 0.15, 0.05  # ... then hanging still, 15% of the leg up
+    assert not contacts.ball_down(hang, moving, leg, fps).any()
+    assert np.allclose(contacts.stance_level(hang, moving, leg, fps)[70:140], 0.05)
+    # With no stance near (the whole window in the air), the level is the lowest it holds, as it was.
+    alone = np.full(n, 0.2)
+    assert contacts.ball_down(alone, np.full(n, 0.05), leg, fps).all()
+
+
 def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
     """`ball_runs`' kept down: once down, the ball stays down while within ROLL_STAY_HEIGHT of its level and
     slower than ROLL_STAY_SPEED, and a contact whose ball is kept down so on its last frame rolls on it
@@ -652,7 +678,9 @@ def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
     assert contacts.roll_of(down, 20, 85, 200, kept=kept) == (20, 85)  # not past the contact: not down there
     hover = np.full(n, 0.2)
     hover[20:81], hover[85:150] = 0.04, 0.0  # 4% over the level the next stance holds, never lower
-    assert not contacts.ball_runs(hover, speed, leg, fps)[1][20:81].any()
+    still = speed.copy()
+    still[85:150] = 0.05
+    assert not contacts.ball_runs(hover, still, leg, fps)[1][20:81].any()
     fast = speed.copy()
     fast[81:91] = 0.45  # faster than ROLL_STAY_SPEED: lifting off
     assert not contacts.ball_runs(front, fast, leg, fps)[1][81:91].any()
