@@ -217,8 +217,11 @@ def ball_down(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> n
 
 def stance_level(front: np.ndarray, speed: np.ndarray, leg: float, fps: float) -> np.ndarray:
     """Per frame, the level the front of the foot stands on within BASELINE_WINDOW seconds: the lowest it
-    holds for MIN_CONTACT seconds while slower along the ground than ROLL_SPEED, never more than ROLL_STAY_HEIGHT
-    x leg over the lowest it holds for that long at any speed (nor, with no slow frames near, other than that)."""
+    holds for MIN_CONTACT seconds while slower along the ground than ROLL_SPEED (`speed`, units per second), but
+    never more than ROLL_STAY_HEIGHT x leg over the lowest it holds for that long at any speed, which is the
+    level where it is never that slow for that long within the window."""
+    if len(front) == 0:
+        return np.zeros(0)
     half = max(1, int(round(BASELINE_WINDOW * fps)))
     w = min(len(front), max(1, int(math.ceil(MIN_CONTACT * fps))))
 

@@ -168,7 +168,7 @@ FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (ov
 # moment where it is slower than ROLL_SPEED, `contacts.stance_level`) and the ball slower along the ground than
 # ROLL_SPEED (x leg per second). A contact holds its ball, not its ankle, from
 # the first frame of the run of such frames that holds its last frame until the ball is up (toe-off).
-ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its lowest is down
+ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its level is down
 ROLL_SPEED = 0.25  # x leg per second: the ball slower than this along the ground is down
 # A contact's ball that was down and has since risen less than ROLL_STAY_HEIGHT (x leg) over its lowest, slower
 # than ROLL_STAY_SPEED (x leg per second), is still what the foot stands on as the heel peels off: the contact

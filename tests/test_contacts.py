@@ -652,6 +652,7 @@ def test_the_level_a_ball_stands_on_is_read_where_the_front_is_slow_and_near_its
     # With no stance near (the whole window in the air), the level is the lowest it holds, as it was.
     alone = np.full(n, 0.2)
     assert contacts.ball_down(alone, np.full(n, 0.05), leg, fps).all()
+    assert len(contacts.stance_level(np.zeros(0), np.zeros(0), leg, fps)) == 0
 
 
 def test_a_contact_rolls_on_a_ball_kept_down_as_it_rises_a_little_and_slowly():
