@@ -170,12 +170,17 @@ FOOTPRINT_ANGLES = 90  # count: orientations tried for a contact's footprint (ov
 # the first frame of the run of such frames that holds its last frame until the ball is up (toe-off).
 ROLL_HEIGHT = 0.03  # x leg: the ball's front this close to its level is down
 ROLL_SPEED = 0.25  # x leg per second: the ball slower than this along the ground is down
-# A contact's ball that was down and has since risen less than ROLL_STAY_HEIGHT (x leg) over its lowest, slower
+# A contact's ball that was down and has since risen less than ROLL_STAY_HEIGHT (x leg) over its level, slower
 # than ROLL_STAY_SPEED (x leg per second), is still what the foot stands on as the heel peels off: the contact
 # rolls on it (`contacts.roll_of`), as the ankle's contact runs from LAND to LIFT. Not past the contact's last
 # frame: on every use of the ball's being down (stances, landings, lift-offs, the heel), the tuning half's
 # pops gained 2 (1.2x and 2x ROLL_SPEED: lost 2; 4% lost 2; 6% the same) and the check half's lost 4 (the
 # tuning run it lost, fair1_zombie over the slope, popped at a lift-off whose ball the hold let go of moving).
+# The level a front stands on (`contacts.stance_level`) is at most ROLL_STAY_HEIGHT over the lowest it holds at
+# any speed nearby, too. (Tuning half, the level read where slower than ROLL_SPEED, against where it moves at any
+# speed: skate +2 runs, every target +1, with that bound or 0.07 or none; 0.72x ROLL_SPEED: nothing gained;
+# 1.5x: pops -1. With it, ROLL_HEIGHT 0.035: skate -5; 0.025: skate -2, pops -1; MIN_BALL_STANCE 0.055: skate
+# -5; 0.075: skate -8, hover -2.)
 ROLL_STAY_HEIGHT = 0.05
 ROLL_STAY_SPEED = 0.375
 # x leg per second: a ball faster than this from one frame to the next has jumped (a capture's glitch of the
