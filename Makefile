@@ -3,7 +3,7 @@ PY := .venv/bin/python
 # The other supported Blenders, tested with their `bpy` wheels (the main one is pinned in
 # requirements-dev.txt). Each gets its own venv, .venv-<major.minor>, with the Python its wheel needs
 # (3.11 up to 5.0, 3.13 from 5.1: tools/bootstrap.sh finds it).
-OTHER_BLENDERS := 4.5.15 4.2.23 5.2.3 5.1.2
+OTHER_BLENDERS := 4.5.15 4.2.23 5.2.4 5.1.2 5.3.0
 # e.g. make demo DEMO_ARGS=--quick, or DEMO_ARGS=--update-docs to refresh docs/before_after.png
 DEMO_ARGS ?=
 
@@ -24,7 +24,7 @@ lint: venv
 typecheck: venv
 	@bash tools/typecheck.sh
 
-# Every check: ruff, mypy, then the whole suite on Blender 5.0, 4.5 LTS, 4.2 LTS, 5.2 and 5.1, two
+# Every check: ruff, mypy, then the whole suite on Blender 5.0, 4.5 LTS, 4.2 LTS, 5.2 LTS, 5.1 and 5.3, two
 # suites at a time (tools/test_blenders.sh; TEST_JOBS=1 for one at a time).
 test: venv lint typecheck
 	@bash tools/test_blenders.sh main $(OTHER_BLENDERS)

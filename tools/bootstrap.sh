@@ -4,7 +4,7 @@
 #
 #   tools/bootstrap.sh            -> .venv       (the bpy of requirements-dev.txt: the main version)
 #   tools/bootstrap.sh 4.2.23     -> .venv-4.2   (the same test dependencies with bpy==4.2.23)
-#   tools/bootstrap.sh 5.2.3      -> .venv-5.2   (Blender 5.1+ wheels need Python 3.13 and numpy 2)
+#   tools/bootstrap.sh 5.2.4      -> .venv-5.2   (Blender 5.1+ wheels need Python 3.13 and numpy 2)
 #
 # Each Blender's wheel is built for one Python: 4.2 to 5.0 for 3.11, 5.1 and later for 3.13. The
 # Python is found on PATH (python3.11, python3.13) or under pyenv's versions folder. When it is

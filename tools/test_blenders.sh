@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on several Blenders, each with its own `bpy` wheel in its own venv:
 #
-#   tools/test_blenders.sh main 4.5.15 4.2.23 5.2.3 5.1.2
+#   tools/test_blenders.sh main 4.5.15 4.2.23 5.2.4 5.1.2 5.3.0
 #
 # "main" is the Blender of requirements-dev.txt (.venv); the others get .venv-<major.minor> from
 # tools/bootstrap.sh, with the Python their wheel needs (3.11 up to 5.0, 3.13 from 5.1). The venvs are
