@@ -5,6 +5,8 @@
   full one takes a minute) and `make test` is this very run; `make build`, `make quality` and
   `make bench` are checked to resolve (`make -n`), their scripts run in test_extension, test_quality
   and test_benchmarks.
+- The supported Blender versions the README names are the ones `make test` runs, and the manifest admits
+  exactly those.
 - Every headless command of the README is run as written, from the repository root, after the quick
   demo has written `out/demo_source.blend`. Two substitutions keep the checkout clean: `out/` is a
   temporary folder, and `.venv/bin/python` is this interpreter (the venv of the Blender under test).
@@ -41,6 +43,36 @@ def test_setup_is_two_commands_that_the_makefile_and_ci_run():
     for target in ("demo", "test", "build", "quality", "bench"):
         assert re.search(rf"^{target}:", makefile, re.M), target
     assert re.search(r"^\s*make test\s*$", (harness.ROOT / ".ci" / "run").read_text(), re.M)
+
+
+def test_the_blenders_make_test_runs_are_the_ones_the_readme_names_and_the_manifest_admits():
+    """The Blenders `make test` runs (requirements-dev.txt's `bpy` and the Makefile's OTHER_BLENDERS) are the
+    supported versions the README names, with their wheels' versions, and the manifest's range is exactly
+    theirs: from the oldest tested to, not including, the minor release after the newest. A newer Blender
+    tested but left out of the manifest cannot install the extension at all (Blender 5.3 could not, while
+    the range ended at 5.3.0); one admitted but never tested is a promise nothing checks."""
+    others = re.search(r"^OTHER_BLENDERS := (.+)$", (harness.ROOT / "Makefile").read_text(), re.M)
+    main = re.search(r"^bpy==(\S+)$", (harness.ROOT / "requirements-dev.txt").read_text(), re.M)
+    assert others and main
+    tested = [main.group(1), *others.group(1).split()]
+    minors = {tuple(int(x) for x in v.split(".")[:2]) for v in tested}
+
+    para = re.search(r"\*\*Supported Blender versions: (.*?)\*\*(.*?)\n\n", README, re.S)
+    assert para, "README.md has no '**Supported Blender versions: ...**' paragraph"
+    named = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"\d+\.\d+", para.group(1))}
+    assert named == minors, (sorted(named), sorted(minors))
+    body = " ".join(para.group(2).split())
+    for version in tested:
+        assert re.search(rf"(?<![\d.]){re.escape(version)}(?![\d])", body), version
+
+    manifest = (harness.ROOT / "blender_manifest.toml").read_text()
+    lo = re.search(r'^blender_version_min = "(\d+)\.(\d+)\.0"$', manifest, re.M)
+    hi = re.search(r'^blender_version_max = "(\d+)\.(\d+)\.0"$', manifest, re.M)
+    assert lo and hi, "blender_manifest.toml: blender_version_min and _max as 'X.Y.0'"
+    newest = max(minors)
+    assert (int(lo.group(1)), int(lo.group(2))) == min(minors)
+    assert (int(hi.group(1)), int(hi.group(2))) == (newest[0], newest[1] + 1)
+    assert f"up to, not including, {hi.group(1)}.{hi.group(2)}.0" in body
 
 
 @pytest.mark.parametrize("target", ["build", "demo", "test", "quality", "bench", "bench-quick"])
