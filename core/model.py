@@ -49,6 +49,7 @@ from .tuning import (
     MAX_LINE_GRADE,
     MAX_PITCH,
     MIN_CONTACT,
+    PELVIS_BEND,
     PELVIS_SPEED,
     PELVIS_TREND,
     PELVIS_TREND_FREE,
@@ -180,7 +181,46 @@ def pelvis_speed_limit(offset: np.ndarray, moved: np.ndarray, step: np.ndarray, 
     y = s + np.minimum.accumulate(x - s)
     t = np.concatenate((np.cumsum(st[1:][::-1])[::-1], [0.0]))
     y = t + np.minimum.accumulate((y - t)[::-1])[::-1]
+    if fps > 0.0 and PELVIS_SPEED > 0.0 and np.isfinite(y).all():
+        # PELVIS_BEND per row per row: the step's (PELVIS_SPEED per row) over PELVIS_SPEED, per row again.
+        y = pelvis_bend_limit(y, PELVIS_BEND / PELVIS_SPEED / fps * float(np.median(st[1:])))
     return np.where(moved & np.isfinite(y), y + trend, offset)
+
+
+def pelvis_bend_limit(y: np.ndarray, bend: float) -> np.ndarray:
+    """The highest curve never above `y` whose slope falls by at most `bend` from one row to the next: a
+    climb that slows, or a descent that speeds up, does so over several frames, where under the speed limit
+    alone the pelvis rose at the limit and slowed to the climb's own pace from one frame to the next, and
+    the standing knee took the difference (xia_strutting over stairs: 1.5x the source's peak at a lift-off).
+    Where `y` moves at most `step` per row, so does the curve (each stretch it lowers bends down at `bend`
+    from a slope no steeper than `y`'s where it leaves it to one no steeper than `y`'s where it meets it
+    again). A single row's rise and return is kept: the pelvis follows a foot's jump for one frame (a
+    capture's toe flipping in a held contact, cmu_01_01 at a landing), and holding it down there moves the
+    knee by the whole jump (1.09x -> 1.29x the source's peak)."""
+    n = len(y)
+    if n < 3 or not bend > 0.0:
+        return y
+    rows = np.arange(n, dtype=np.float64)
+    # The greatest convex minorant of y + bend/2 x row^2 (its lower hull), less the parabola.
+    lifted = y + 0.5 * bend * rows * rows
+    g = lifted.tolist()
+    hull: list[int] = []
+    for k in range(n):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            if (g[b] - g[a]) * (k - a) >= (g[k] - g[a]) * (b - a):
+                hull.pop()
+            else:
+                break
+        hull.append(k)
+    if len(hull) == n:  # y bends down nowhere faster than `bend`
+        return y
+    at = np.array(hull)
+    out = np.interp(rows, at.astype(np.float64), lifted[at]) - 0.5 * bend * rows * rows
+    # A stretch over a single row (hull points two rows apart): kept as it is.
+    single = at[1:][np.diff(at) == 2] - 1
+    out[single] = y[single]
+    return out  # type: ignore[no-any-return]
 
 
 def _swing_spans(fps: float) -> tuple[float, int, float]:

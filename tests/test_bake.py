@@ -373,9 +373,59 @@ def test_pelvis_follows_a_lasting_climb_faster_than_the_limit():
     mid = slice(n // 4, 3 * n // 4)
     assert (offset - plain)[mid].max() > 0.5 * leg  # the plain limit lags by half a leg and more
     assert (offset - followed)[mid].max() < 2.0 * riser
-    # A walk up the same stairs, a riser every 0.5 s (0.3 leg per second): as before.
+    # A walk up the same stairs, a riser every 0.5 s (0.3 leg per second): as before (the trend plays no part;
+    # with a frame rate, the bend's limit applies to the speed limit's curve as it is).
     slow = riser * np.floor(t / 0.5)
-    assert np.allclose(model.pelvis_speed_limit(slow, moved, step, fps), model.pelvis_speed_limit(slow, moved, step))
+    bend = tuning.PELVIS_BEND / tuning.PELVIS_SPEED / fps * step[0]
+    assert np.allclose(model.pelvis_speed_limit(slow, moved, step, fps),
+                       model.pelvis_bend_limit(model.pelvis_speed_limit(slow, moved, step), bend))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pelvis_bend_limit_is_the_highest_curve_under_the_offset_that_bends_down_slowly(seed):
+    """`model.pelvis_bend_limit`: never above the curve; its slope falls by at most `bend` from one row to the
+    next except across a single row's rise and return, which is kept as it is; each stretch it lowers is a
+    parabola bending down at exactly `bend` from where it leaves the curve to where it meets it again (so
+    it lowers no further than it must); a curve moving at most a step per row still does."""
+    rng = np.random.default_rng(seed)
+    n, v, bend = 400, 1.0, 0.05
+    y = np.cumsum(np.clip(np.cumsum(rng.normal(0.0, 0.3, n)), -v, v))  # slopes within [-v, v]
+    y[rng.choice(np.arange(5, n - 5), 6, replace=False)] += rng.uniform(0.2, 0.9, 6)  # single rows' rises
+    y = model.pelvis_speed_limit(y, np.ones(n, dtype=bool), np.full(n, v))  # moves at most v per row
+    out = model.pelvis_bend_limit(y, bend)
+    assert np.all(out <= y + 1e-9)
+    assert np.all(np.abs(np.diff(out)) <= v + 1e-9)
+    lowered = out < y - 1e-9
+    assert lowered.any() and not lowered.all()
+    d2 = np.r_[0.0, out[2:] - 2.0 * out[1:-1] + out[:-2], 0.0]  # the slope's change at each row
+    for i in np.flatnonzero(d2 < -bend - 1e-9):  # only a single row's rise, kept with its neighbours
+        assert not lowered[i - 1:i + 2].any() and y[i] > (y[i - 1] + y[i + 1]) / 2.0, i
+    assert (d2 < -bend - 1e-9).any()  # some single rows' rises were kept
+    for i in np.flatnonzero(lowered):  # a parabola: lowered no more than it must be
+        assert d2[i] == pytest.approx(-bend, abs=1e-9), i
+    assert np.allclose(model.pelvis_bend_limit(out, bend), out, rtol=0.0, atol=1e-9)  # nothing more to lower
+
+
+def test_pelvis_climbing_out_of_a_drop_slows_over_frames_not_at_once():
+    """xia_strutting over stairs: after a lift-off the pelvis climbed out of a drop at the speed limit (1 leg
+    per second) and slowed to the stairs' 0.3 leg per second from one frame to the next; the standing knee took
+    the difference (1.5x the source's peak). With a frame rate the limit's curve now slows by at most
+    PELVIS_BEND per second, over several frames, and still never rises above the offset or faster than the
+    limit; without one (no time) it is as before."""
+    fps, leg, n = 120.0, 1.0, 240
+    step = np.full(n, model.pelvis_step(leg, 1.0, fps))
+    t = np.arange(n) / fps
+    offset = 0.3 * leg * t  # the stairs' own climb ...
+    offset[100] -= 0.1 * leg  # ... and a drop at one frame (a leg at its reach)
+    moved = np.ones(n, dtype=bool)
+    plain = model.pelvis_speed_limit(offset, moved, step)
+    limited = model.pelvis_speed_limit(offset, moved, step, fps)
+    bend = tuning.PELVIS_BEND * leg / fps / fps  # per row, per row
+    slow_down = -np.diff(np.diff(plain))
+    assert slow_down.max() > 3.0 * bend  # the speed limit alone: 1 leg/s slower from one frame to the next
+    assert np.all(-np.diff(np.diff(limited)) <= bend * (1.0 + 1e-6))
+    assert np.all(limited <= plain + 1e-12) and np.all(np.abs(np.diff(limited)) <= step[1:] * (1.0 + 1e-9))
+    assert np.allclose(limited[:60], offset[:60]) and np.allclose(limited[-60:], offset[-60:])
 
 
 def test_pelvis_limit_holds_on_either_side_of_a_cut_not_across_it():
