@@ -193,9 +193,9 @@ def pelvis_bend_limit(y: np.ndarray, bend: float) -> np.ndarray:
     alone the pelvis rose (or fell) at the limit and changed to the ground's own pace from one frame to the
     next, and the standing knee took the difference (pymo_av8 over stairs: the knee 1.40x the source's peak
     at a landing, 1.21x now; xia_strutting over noise 1.53x, 1.22x now).
-    Where `y` moves at most `step` per row, so does the curve (each stretch it lowers bends down at `bend`
-    from a slope no steeper than `y`'s where it leaves it to one no steeper than `y`'s where it meets it
-    again). A single row's rise and return is kept: the pelvis follows a foot's jump for one frame (a
+    Where `y` moves at most a step per row, so does the curve: each stretch it lowers bends down at `bend`
+    from a slope no steeper than `y`'s where it leaves `y` to one no steeper than `y`'s where it meets it
+    again. A single row's rise and return is kept: the pelvis follows a foot's jump for one frame (a
     capture's toe flipping in a held contact, cmu_01_01 at a landing), and holding it down there moves the
     knee by the whole jump (1.09x -> 1.29x the source's peak)."""
     n = len(y)
