@@ -43,6 +43,8 @@ from .tuning import (
     FOOT_STEP,
     FORWARD_BIAS,
     GROUND_JUMP,
+    HELD_RISE,
+    HELD_SPEEDUP,
     HINGE_BEND,
     LIFT_SPEED,
     MAX_HELD_TURN,
@@ -236,7 +238,10 @@ def context_frames(fps: float) -> int:
     if fps <= 0.0:
         return 0
     _width, radius, reach = _swing_spans(fps)
-    return radius + int(math.ceil(reach)) + 1
+    one, span = radius + int(math.ceil(reach)) + 1, int(math.ceil(reach)) + 1
+    # A ball held through toe-off (`swing_smoothing`'s `toe_off`) is smoothed in three passes, the second's held
+    # frames let go by what the first two give around Ball Up, `span` frames either side.
+    return 3 * (one + span)
 
 
 def context_rows(start: int, end: int, first: int, last: int, fps: float) -> tuple[int, int]:
@@ -282,7 +287,7 @@ def held_floor(values: np.ndarray, width: int) -> float:
 
 def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray, pinned: np.ndarray,
                     fps: float, leg: Any, stretch: Optional[np.ndarray] = None, dip: Optional[np.ndarray] = None,
-                    held: Optional[np.ndarray] = None) -> np.ndarray:
+                    held: Optional[np.ndarray] = None, toe_off: Optional[np.ndarray] = None) -> np.ndarray:
     """A foot's `correction` per frame (along the up axis: how far the plan lifts its target over the ground
     it follows, `plant._plan_foot`) smoothed where it is free: a Gaussian of SWING_SMOOTH seconds over all
     frames, `pinned` ones (in a contact, no plan, the ground less than ANCHORED from the contacts around
@@ -306,6 +311,15 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     lift is smoothed like any other: the foot comes up over the frames around, not in one frame onto it. `held`
     (per row): the foot's ball is still held along the ground there (`LockTrack.weight`); such a frame keeps
     what it would have without `dip`, pinned at it, so a dip just after toe-off does not lift the held ball.
+
+    `toe_off` (per row): the foot's ball is held through toe-off there (after the ankle's contact, until Ball
+    Up; not before a contact's Start). Such a frame is kept within HELD_RISE x leg of its correction: the lift
+    the smoothing gives ahead of the lift-off does not raise the held ball off its ground by more, and the
+    frames after Ball Up come away from it as from a pinned frame. Not near a Ball Up (`span` frames) that a
+    frame kept as it is (a contact, a jump of the ground) follows within `span` frames, or where holding them
+    makes the foot come away faster than HELD_SPEEDUP times the fastest the smoothing alone moves it around
+    Ball Up: there the foot is needed off the ground at once (a toe at a riser's edge), and those frames are
+    smoothed as before.
 
     `stretch` (one number per row, rows of a stretch together): each stretch smoothed on its own, exactly as
     if it were passed alone (several feet, the stretches between a loop's cuts: one call for all of them).
@@ -391,16 +405,44 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
 
     near = nearness(floor)
     result = np.where(fixed | keep, height, values + near * (passes(fixed, height) - values))
-    if dip is None or not np.any(dip > 0.0):
+    fix, at_fix = fixed, height
+    if dip is not None and np.any(dip > 0.0):
+        # A swing whose animated sole dips under its floor (`dip`) is lifted onto the terrain over the frames
+        # around, too, as the smoothing lifts it over anything else. A frame whose ball is still held (`held`)
+        # keeps what it had without it: it is pinned there, and the frames after it come away from it smoothly.
+        near_dip = nearness(floor - np.where(np.isfinite(dip), np.maximum(dip, 0.0), 0.0))
+        extra = (np.zeros(n, dtype=bool) if held is None else np.asarray(held, dtype=bool)) & (near_dip > near) & ~fixed
+        near, fix = near_dip, fixed | extra
+        at_fix = np.where(extra, result, height)
+        result = np.where(fix | keep, at_fix, values + near * (passes(fix, at_fix) - values))
+    loose = (np.zeros(n, dtype=bool) if toe_off is None else np.asarray(toe_off, dtype=bool)) & ~fix & ~keep & valid
+    if not loose.any():
         return result  # type: ignore[no-any-return]
-    # A swing whose animated sole dips under its floor (`dip`) is lifted onto the terrain over the frames around,
-    # too, as the smoothing lifts it over anything else. A frame whose ball is still held (`held`) keeps what it
-    # had without it: it is pinned there, and the frames after it come away from it smoothly.
-    near_dip = nearness(floor - np.where(np.isfinite(dip), np.maximum(dip, 0.0), 0.0))
-    extra = (np.zeros(n, dtype=bool) if held is None else np.asarray(held, dtype=bool)) & (near_dip > near) & ~fixed
-    fix = fixed | extra
-    at_fix = np.where(extra, result, height)
-    return np.where(fix | keep, at_fix, values + near_dip * (passes(fix, at_fix) - values))  # type: ignore[no-any-return]
+    # A ball held through toe-off: its frames held within HELD_RISE of their correction, then let go near each
+    # Ball Up where that is needed (see the docstring). Everything else pinned as above.
+    cap = np.where(loose, np.minimum(result, height + HELD_RISE * leg), at_fix)
+    held_out = np.where(fix | loose | keep, cap, values + near * (passes(fix | loose, cap) - values))
+    span = int(math.ceil(reach)) + 1
+    hold = loose.copy()
+    starts_run = loose & (first | ~np.concatenate(([False], loose[:-1])))
+    ends_run = loose & (np.concatenate((first[1:], [True])) | ~np.concatenate((loose[1:], [False])))
+    for last in np.flatnonzero(ends_run):
+        a = int(np.flatnonzero(starts_run[:last + 1])[-1])
+        b = last + 1  # the frame after Ball Up
+        lo, hi = max(0, max(a, b - span) - span), min(n, b + span)
+        same = seg[lo:hi] == seg[last]
+        after = (fix[b:hi] & same[b - lo:]).any()
+        if after or _steepest(held_out[lo:hi], same) > HELD_SPEEDUP * _steepest(result[lo:hi], same) + 1e-12:
+            hold[max(a, b - span):b] = False
+    at_hold = np.where(hold, cap, at_fix)
+    return np.where(fix | hold | keep, at_hold, values + near * (passes(fix | hold, at_hold) - values))  # type: ignore[no-any-return]
+
+
+def _steepest(values: np.ndarray, same: np.ndarray) -> float:
+    """The largest change of `values` from one row to the next, between rows both `same` (0: none)."""
+    d = np.abs(np.diff(values))
+    ok = same[1:] & same[:-1] & np.isfinite(d)
+    return float(d[ok].max()) if ok.any() else 0.0
 
 
 def _blur(values: np.ndarray, pos: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -427,6 +469,7 @@ class SwingFoot(NamedTuple):
     cut: Optional[np.ndarray] = None
     dip: Optional[np.ndarray] = None
     held: Optional[np.ndarray] = None
+    toe_off: Optional[np.ndarray] = None
 
 
 def swing_changes(feet: Sequence[SwingFoot | tuple[Any, ...]], fps: float) -> list[np.ndarray]:
@@ -452,6 +495,8 @@ def swing_changes(feet: Sequence[SwingFoot | tuple[Any, ...]], fps: float) -> li
                                np.concatenate([per_row(f.leg, m) for f, m in zip(fs, sizes)]), np.concatenate(stretch),
                                np.concatenate([np.zeros(m) if f.dip is None else f.dip for f, m in zip(fs, sizes)]),
                                np.concatenate([np.zeros(m, dtype=bool) if f.held is None else f.held
+                                               for f, m in zip(fs, sizes)]),
+                               np.concatenate([np.zeros(m, dtype=bool) if f.toe_off is None else f.toe_off
                                                for f, m in zip(fs, sizes)]))
     change = np.subtract(smoothed, correction, out=np.zeros(len(smoothed)), where=np.isfinite(correction))
     return np.split(change, np.cumsum(sizes)[:-1])
@@ -660,6 +705,7 @@ class FootPlan:
     # (`swing_smoothing`'s `dip`; 0 elsewhere), and whether its ball is held along the ground (`held`).
     dip: np.ndarray
     held: np.ndarray
+    toe_off: np.ndarray  # its ball held through toe-off: after the ankle's contact, until Ball Up (`swing_smoothing`)
 
     def rows(self, sl: slice) -> FootPlan:
         return FootPlan(**{k: v[sl] for k, v in vars(self).items()})
@@ -1362,7 +1408,8 @@ def plan_foot(foot: Foot, at: Placement, rays: Rays, window: np.ndarray, fps: fl
         touch = np.where(contactless, touch + steps, touch)
         pinned = np.where(contactless, ~planned | ~np.isfinite(best), pinned)
     hold = (np.asarray(foot.use_lock, dtype=bool) & (lk.weight > 0.0)) if lk is not None else np.zeros(n, dtype=bool)
-    return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned, dip, hold)
+    toe_off = hold & (lk.down <= 0.0) & (lk.landing <= 0.0) if lk is not None else hold
+    return FootPlan(planned, target, rotation, hip, leg, ext, support, best, floor, touch, pinned, dip, hold, toe_off)
 
 
 def place_footprints(cs: list[Any], terrain: Any, leg: float) -> list[Vector]:
