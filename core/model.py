@@ -315,11 +315,11 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     `toe_off` (per row): the foot's ball is held through toe-off there (after the ankle's contact, until Ball
     Up; not before a contact's Start). Such a frame is kept within HELD_RISE x leg of its correction: the lift
     the smoothing gives ahead of the lift-off does not raise the held ball off its ground by more, and the
-    frames after Ball Up come away from it as from a pinned frame. Not near a Ball Up (`span` frames) that a
-    frame kept as it is (a contact, a jump of the ground) follows within `span` frames, or where holding them
-    makes the foot come away faster than HELD_SPEEDUP times the fastest the smoothing alone moves it around
-    Ball Up: there the foot is needed off the ground at once (a toe at a riser's edge), and those frames are
-    smoothed as before.
+    frames after Ball Up come away from it as from a pinned frame. Its last frames (SWING_REACH widths and one
+    frame) are smoothed as before where a frame kept as it is (a contact, a jump of the ground) follows Ball
+    Up as closely, or where holding them makes the foot come away faster, around Ball Up, than HELD_SPEEDUP
+    times the fastest the smoothing alone moves it there: the foot is needed off the ground at once (a toe
+    at a riser's edge).
 
     `stretch` (one number per row, rows of a stretch together): each stretch smoothed on its own, exactly as
     if it were passed alone (several feet, the stretches between a loop's cuts: one call for all of them).

@@ -146,11 +146,13 @@ TOUCH_PASSES = 4
 # let go (a toe at a riser's edge), and holding the ball down jerked the knee (xia_old over rings 1.68x -> 5.45x
 # the source's peak, cmu_12_02 over stairs 1.09x -> 2.98x). Measured on the tuning half (independent measure):
 # hover 26 -> 28 of 95, every target 14 -> 15, hover lower on 15 feet and higher on none, no count worse.
-# Variants measured there: held at the plan (no 0.5%), the same counts with the knee faster at 7 lift-offs (up to
-# 1.06x -> 1.62x); HELD_SPEEDUP 1.2: hover 27, every target 14; 2.0: pops 61 -> 60; no speed test: pops 60
-# (fair1_jumping over stairs 1.55x). The ground held at the contact's until Ball Up as well (the landing's blended
-# in from there): hover 26 -> 25 alone, and with the hold the check half lost two runs. Check half (0.5%, 1.5x):
-# no count changed, hover lower on 14 feet and higher on none.
+# Variants, measured there with a first version that let a whole toe-off go where this one lets go only its
+# frames near Ball Up (the same tuning-half figures at 0.5% and 1.5x): held at the plan (no 0.5%), the same
+# counts with the knee faster at 7 lift-offs (up to 1.06x -> 1.62x); HELD_SPEEDUP 1.2: hover 27, every target
+# 14; 2.0: pops 61 -> 60; no speed test: pops 60 (fair1_jumping over stairs 1.55x). The ground kept at the
+# contact's until Ball Up as well (the landing's blended in over the rest of the swing): hover 26 -> 25 alone;
+# with the frames held at the plan the check half lost two runs' every target. Check half (0.5%, 1.5x): no count
+# changed, hover lower on 14 feet and higher on none.
 HELD_RISE = 0.005
 HELD_SPEEDUP = 1.5
 # A foot's ground between contacts comes from the contacts around it, faded into the terrain right under it
