@@ -426,8 +426,7 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     hold = loose.copy()
     starts_run = loose & (first | ~np.concatenate(([False], loose[:-1])))
     ends_run = loose & (np.concatenate((first[1:], [True])) | ~np.concatenate((loose[1:], [False])))
-    for last in np.flatnonzero(ends_run):
-        a = int(np.flatnonzero(starts_run[:last + 1])[-1])
+    for a, last in zip(np.flatnonzero(starts_run).tolist(), np.flatnonzero(ends_run).tolist()):
         b = last + 1  # the frame after Ball Up
         lo, hi = max(0, max(a, b - span) - span), min(n, b + span)
         same = seg[lo:hi] == seg[last]
