@@ -24,6 +24,7 @@ from .heightfield import DownHits
 from .tuning import (
     ALIGN_FADE,
     ANCHORED,
+    ARC_LAND_TIME,
     ARC_PATH,
     ARC_RAMP,
     ARC_RAMP_FRAMES,
@@ -102,10 +103,13 @@ def smoothstep(x: Any) -> Any:
 
 def arc_ramp(t: Any, gap: Any, fps: float) -> Any:
     """0 at either end of the swing (`t` from 0 to 1 over `gap` frames), rising smoothly (smoothstep) to 1
-    over ARC_RAMP of its time, and over at least ARC_RAMP_TIME seconds and ARC_RAMP_FRAMES frames."""
+    over ARC_RAMP of its time at each end, and over at least ARC_RAMP_FRAMES frames and ARC_RAMP_TIME seconds
+    after its lift-off, ARC_LAND_TIME seconds before its landing."""
     gap = np.asarray(gap, dtype=np.float64)
-    least = max(ARC_RAMP_FRAMES, ARC_RAMP_TIME * fps)
-    return smoothstep(np.minimum(t, 1.0 - t) * gap / np.maximum(ARC_RAMP * gap, least))
+    part = ARC_RAMP * gap
+    lift = np.maximum(part, max(ARC_RAMP_FRAMES, ARC_RAMP_TIME * fps))
+    land = np.maximum(part, max(ARC_RAMP_FRAMES, ARC_LAND_TIME * fps))
+    return smoothstep(np.minimum(t * gap / lift, (1.0 - t) * gap / land))
 
 
 def pelvis_step(rest_leg: Any, world_scale: Any, fps: float) -> Any:

@@ -466,15 +466,15 @@ def test_the_swing_line_over_step_edges_comes_in_from_ball_up_not_in_one_frame()
     from Ball Up as a swing's does from its lift-off (ARC_RAMP_TIME), with no step between two frames: live
     preview with no frame cache plans each frame alone, with no smoothing to hide a step. (Cast on held frames,
     it lifted the held ball off its tread; switched on at Ball Up, its whole lift came in one frame.)"""
-    fps, f = 120.0, np.arange(0.0, 71.0)
-    start, end = np.array([0.0, 60.0]), np.array([10.0, 70.0])
+    fps, f = 120.0, np.arange(0.0, 91.0)
+    start, end = np.array([0.0, 80.0]), np.array([10.0, 90.0])
     lock = np.array([[0.0, 0.0, 0.1], [0.0, 1.0, 0.1]])
     zeros, z3 = np.zeros(2), np.zeros((2, 3))
     ball = np.array([[0.0, 0.1, -0.08], [0.0, 0.0, 0.0]])
-    lk = contacts._track(f, fps, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 70.0]), z3, zeros, z3,
-                         np.array([6.0, np.inf]), np.array([30.0, 70.0]), ball, lock)
+    lk = contacts._track(f, fps, start, end, zeros, zeros, lock, lock, lock, np.array([0.0, 90.0]), z3, zeros, z3,
+                         np.array([6.0, np.inf]), np.array([30.0, 90.0]), ball, lock)
     n = len(f)
-    ankle = lock[0] + (lock[1] - lock[0]) * np.clip((f - 10.0) / 50.0, 0.0, 1.0)[:, None]
+    ankle = lock[0] + (lock[1] - lock[0]) * np.clip((f - 10.0) / 70.0, 0.0, 1.0)[:, None]
     soles = [ankle + np.array([0.0, -0.05, -0.08]), ankle + np.array([0.0, 0.15, -0.08])]
     rows = (lk.from_weight > 0.0) & (lk.to_weight > 0.0)
     at = model.Placement(np.tile(np.eye(4), (n, 1, 1)), 0.0)
@@ -486,6 +486,28 @@ def test_the_swing_line_over_step_edges_comes_in_from_ball_up_not_in_one_frame()
     least = max(tuning.ARC_RAMP_FRAMES, tuning.ARC_RAMP_TIME * fps)
     assert 0.0 < ramp[31] < 0.05 and ramp[30 + int(least)] == 1.0, ramp  # from Ball Up, over ARC_RAMP_TIME
     assert np.abs(np.diff(ramp)).max() <= 1.5 / least + 1e-9, np.diff(ramp)  # smoothstep's steepest
+
+
+def test_the_swing_line_comes_down_onto_the_landing_tread_over_longer_than_it_lifts_off():
+    """`model.arc_ramp`: the swing's line over step edges comes in over ARC_RAMP_TIME after the lift-off and
+    goes out over ARC_LAND_TIME (longer) before the landing, smoothly, at any frame rate, and over ARC_RAMP of a
+    long swing's time at either end. (Over 0.1 s at both ends, the foot came down onto the tread it landed on
+    in 0.1 s: cmu_12_02 over stairs, the knee 1.21x the source's peak speed.)"""
+    assert tuning.ARC_LAND_TIME > tuning.ARC_RAMP_TIME
+    for fps in (24.0, 30.0, 60.0, 120.0):
+        gap = fps  # a swing of one second
+        f = np.arange(0.0, gap + 1.0)
+        ramp = model.arc_ramp(f / gap, gap, fps)
+        lift = max(tuning.ARC_RAMP_FRAMES, tuning.ARC_RAMP_TIME * fps)
+        land = max(tuning.ARC_RAMP_FRAMES, tuning.ARC_LAND_TIME * fps)
+        assert ramp[0] == 0.0 and ramp[-1] == 0.0, ramp
+        assert ramp[int(math.ceil(lift))] == 1.0 and 0.0 < ramp[int(lift) - 1] < 1.0, (fps, ramp)
+        assert ramp[len(f) - 1 - int(math.ceil(land))] == 1.0, (fps, ramp)
+        # still coming down where it would already be down over ARC_RAMP_TIME
+        assert 0.0 < ramp[len(f) - 1 - int(math.ceil(lift))] < 0.95, (fps, ramp)
+        assert np.abs(np.diff(ramp)).max() <= 1.5 / lift + 1e-9  # smoothstep's steepest, at the lift-off
+    long = model.arc_ramp(np.array([0.05, 0.95]), 600.0, 120.0)  # 5 s: ARC_RAMP of it (60 frames) at either end
+    assert np.allclose(long, 0.5), long
 
 
 def _lift_off_plan(speed: float, fps: float = 120.0):
