@@ -50,8 +50,10 @@ ARC_WIDTH = 0.35
 # on 63 runs of 95 instead of 61, no count lost, hover lower on 8 feet and higher on 3, no foot's knee or hip
 # peak over the source's up by more than 5%; on the check half no count changed, hover lower on 7 feet and
 # higher on none. 0.25 and 0.3: the same pops, but cmu_12_01 over noise hovered 1.05% and 1.10% in a source
-# contact (0.63% before). The lift-off's ramp at 0.15 s: pops +1; at 0.2 s at both ends: pops +4, but hover -1
-# (the same run) and xia_old's lift-off over rings 1.68x -> 2.03x.)
+# contact (0.63% before). 0.2 s at both ends: pops 65, but hover -1 (the same run) and xia_old's lift-off over
+# rings 1.68x -> 2.03x. With this, the lift-off's at 0.125 and 0.15 s: pops the same and +1 (cmu_08_07 over
+# rings), but that lift-off 1.65x -> 2.04x and 1.95x, xia_strutting's right knee over rings 1.06x -> 1.3x. A
+# swing shorter than the two ramps together never has its line at full weight: 8 frames at 30 fps, under 0.9.)
 ARC_RAMP = 0.1
 ARC_RAMP_TIME = 0.1  # seconds
 ARC_LAND_TIME = 0.2  # seconds
