@@ -236,13 +236,20 @@ def _swing_spans(fps: float) -> tuple[float, int, float]:
     return width, int(math.ceil(3.0 * width)), SWING_REACH * width
 
 
+def _let_go_span(reach: float) -> int:
+    """How many frames either side of a Ball Up `swing_smoothing` lets a ball held through toe-off go: as far as
+    its carried differences reach, and one more."""
+    return int(math.ceil(reach)) + 1
+
+
 def context_frames(fps: float) -> int:
     """How many frames either side of a range `swing_smoothing` reaches: read them too (`BatchRig.context`,
     the frame-by-frame bake's first sweep) and the range's frames come out as in any longer range."""
     if fps <= 0.0:
         return 0
     _width, radius, reach = _swing_spans(fps)
-    one, span = radius + int(math.ceil(reach)) + 1, int(math.ceil(reach)) + 1
+    span = _let_go_span(reach)
+    one = radius + span
     # A ball held through toe-off (`swing_smoothing`'s `toe_off`) is smoothed in three passes, the second's held
     # frames let go by what the first two give around Ball Up, `span` frames either side.
     return 3 * (one + span)
@@ -426,7 +433,7 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     # Ball Up where that is needed (see the docstring). Everything else pinned as above.
     cap = np.where(loose, np.minimum(result, height + HELD_RISE * leg), at_fix)
     held_out = np.where(fix | loose | keep, cap, values + near * (passes(fix | loose, cap) - values))
-    span = int(math.ceil(reach)) + 1
+    span = _let_go_span(reach)
     hold = loose.copy()
     starts_run = loose & (first | ~np.concatenate(([False], loose[:-1])))
     ends_run = loose & (np.concatenate((first[1:], [True])) | ~np.concatenate((loose[1:], [False])))
