@@ -677,7 +677,8 @@ def _smooth_swings(settled: list[tuple[BatchRig, list[_Staged], Optional[Carried
                 continue
             ps = [st.plans[k][1] for st in staged]
             joined = {name: np.concatenate([getattr(p, name) for p in ps])
-                      for name in ("correction", "floor", "touch", "pinned", "leg", "dip", "held", "toe_off")}
+                      for name in ("correction", "floor", "touch", "pinned", "leg", "dip", "held", "toe_off",
+                                   "landing")}
             todo.setdefault(rig.fps, []).append(((n, k), model.SwingFoot(cut=cut, **joined)))
     for fps, feet in todo.items():
         for (key, _args), shift in zip(feet, model.swing_changes([args for _key, args in feet], fps)):

@@ -630,6 +630,34 @@ def test_swing_smoothing_keeps_a_ball_held_through_toe_off_on_its_ground():
     assert held[60] > held[59] and held[75] > 0.9 * correction[75]  # it does come away, and up to the lift
 
 
+@pytest.mark.parametrize("fps", [30.0, 120.0])
+def test_swing_smoothing_keeps_a_ball_held_before_start_no_higher_than_its_correction(fps):
+    """Issue 20 (hover at landings): a ball held before its contact's Start (`landing`: it landed before the
+    ankle came to rest) is on its ground in the animation, but the smoothing spread the swing coming down
+    before it over those frames: the ball was left up to 3.2% of the leg over the tread it landed on, inside
+    the source's contact (cmu_10_01 and fair1_zombie at 30 fps, over stairs). Such a frame is kept no higher
+    than its correction, lower where the smoothing puts it lower; the contacts are as they were, and the frames
+    before come down to it with no jump (no faster than to the contact's first frame without it)."""
+    n = int(160 * fps / 120.0)
+    a, b = n // 2, n // 2 + max(2, int(0.05 * fps))  # the landing's frames before Start (b)
+    pinned = np.zeros(n, dtype=bool)
+    pinned[:n // 4] = pinned[b:] = True
+    correction = np.where((np.arange(n) >= n // 4) & (np.arange(n) < a), 0.04, 0.0)
+    correction[a:b] = np.linspace(0.004, -0.002, b - a)  # on its ground, a little over and under it
+    landing = np.zeros(n, dtype=bool)
+    landing[a:b] = True
+    floor, touch = np.zeros(n), np.full(n, -1.0)
+    alone = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0)
+    held = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0, landing=landing)
+    assert alone[a] > correction[a] + 0.005  # without it the ball is still coming down from the swing
+    assert np.array_equal(held[landing], np.minimum(alone[landing], correction[landing]))
+    assert (held[a:b] < alone[a:b]).any() and (held[a:b] <= alone[a:b]).all()
+    assert np.array_equal(held[pinned], alone[pinned])
+    # The swing comes down to it: no faster than (twice) the smoothing alone comes down to the contact.
+    assert np.abs(np.diff(held)).max() <= 2.0 * np.abs(np.diff(alone)).max() + 1e-12
+    assert held[n // 4 + 2 : a - 2].max() > 0.9 * 0.04  # and still lifts the swing
+
+
 @pytest.mark.parametrize("why", ["contact", "touch"])
 def test_swing_smoothing_lets_a_held_ball_go_where_the_foot_must_come_away_at_once(why):
     """...but not where a frame kept as it is follows Ball Up within a few frames (here a contact two frames
@@ -677,18 +705,25 @@ def test_swing_smoothing_of_a_range_needs_only_the_context_frames_around_it(fps)
     correction, floor, touch, pinned, _fps = _swing_case(3, n=600, fps=fps)
     toe_off = _toe_offs(pinned, fps)
     pad = model.context_frames(fps)
-    for held in (None, toe_off):
-        whole = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0, toe_off=held)
+    # A ball held before each contact's Start, too (`landing`): the frames before each pinned run.
+    landing = np.zeros(len(pinned), dtype=bool)
+    for start in np.flatnonzero(~pinned[:-1] & pinned[1:]) + 1:
+        landing[max(0, start - max(1, int(0.04 * fps))):start] = True
+    landing &= ~toe_off
+    for held, land in ((None, None), (toe_off, None), (toe_off, landing)):
+        whole = model.swing_smoothing(correction, floor, touch, pinned, fps, 1.0, toe_off=held, landing=land)
         for a, b in ((150, 203), (300, 301), (300, 480)):
             sl = slice(a - pad, b + pad)
             part = model.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0,
-                                         toe_off=None if held is None else held[sl])
+                                         toe_off=None if held is None else held[sl],
+                                         landing=None if land is None else land[sl])
             assert np.allclose(part[pad:-pad], whole[a:b], atol=1e-12, rtol=0.0), (a, b)
         # Fewer frames around it than that and the range's ends come out differently.
         a, b = 300, 480
         sl = slice(a - 1, b + 1)
         short = model.swing_smoothing(correction[sl], floor[sl], touch[sl], pinned[sl], fps, 1.0,
-                                      toe_off=None if held is None else held[sl])
+                                      toe_off=None if held is None else held[sl],
+                                      landing=None if land is None else land[sl])
         assert not np.allclose(short[1:-1], whole[a:b], atol=1e-9, rtol=0.0)
 
 

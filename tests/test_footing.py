@@ -282,7 +282,8 @@ def test_the_pelvis_drop_sets_in_gradually_and_never_leaves_a_leg_too_straight()
     for x in xs:
         hip = Vector((x, 0.0, 0.9))
         plan = model.FootPlan(np.ones(1, dtype=bool), np.array([target]), np.array([[1.0, 0.0, 0.0, 0.0]]),
-                              np.array([hip]), one * leg, one * 0.95, none, none, none, none, one > 0, none, one < 0, one < 0)
+                              np.array([hip]), one * leg, one * 0.95, none, none, none, none, one > 0, none, one < 0, one < 0,
+                              one < 0)
         hard.append(float(model.reach_drop([plan], none, np.array([up]))[0][0]))
         soft.append(float(model.soft_reach_drop([plan], none, np.array([up]))[0][0]))
         reach = (hip + up * soft[-1] - target).length
@@ -306,7 +307,8 @@ def test_leg_stretch_lets_a_straight_leg_stay_straighter_and_never_past_its_limi
     def leg_after(margin, extension=0.999):
         hip = np.array([[0.0, 0.0, 1.01]])  # the target at the origin: 1% of the leg beyond full stretch
         plan = model.FootPlan(np.ones(1, dtype=bool), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0, 0.0]]), hip, one,
-                              one * extension, none, none, none, none, one > 0, none, one < 0, one < 0)
+                              one * extension, none, none, none, none, one > 0, none, one < 0, one < 0,
+                              one < 0)
         args = () if margin is None else (margin,)
         drop = float(model.soft_reach_drop([plan], none, up, *args)[0][0])
         assert drop < 0.0  # the pelvis is lowered, never raised
