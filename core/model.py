@@ -333,7 +333,8 @@ def swing_smoothing(correction: np.ndarray, floor: np.ndarray, touch: np.ndarray
     times the fastest the smoothing alone moves it there: the foot is needed off the ground at once (a toe
     at a riser's edge).
 
-    `landing` (per row): the foot's ball is held before its contact's Start (from Ball Lands, `LockTrack.landing`).
+    `landing` (per row): the foot's ball (a heel strike's heel) is held before its contact's Start
+    (`LockTrack.landing`).
     Such a frame is kept no higher than its correction (the sole at its animated height over the terrain under
     it): the smoothing may lower it, never lift it, and the frames before come down to it as to a pinned
     frame. Smoothed with the swing coming down before it, a ball on its ground in the animation was left up to
@@ -731,7 +732,7 @@ class FootPlan:
     dip: np.ndarray
     held: np.ndarray
     toe_off: np.ndarray  # its ball held through toe-off: after the ankle's contact, until Ball Up (`swing_smoothing`)
-    landing: np.ndarray  # its ball held before the contact's Start, from Ball Lands (`swing_smoothing`)
+    landing: np.ndarray  # its ball (a heel strike's heel) held before the contact's Start (`swing_smoothing`)
 
     def rows(self, sl: slice) -> FootPlan:
         return FootPlan(**{k: v[sl] for k, v in vars(self).items()})
